@@ -1,0 +1,38 @@
+"""cogserve: serve a Cog-style model over HTTP.
+
+This module is the model author's API; inside cogserve's own processes it is also
+importable as `cog`, so models written for Cog run unmodified.
+"""
+
+from cogserve.exceptions import CancelationException
+from cogserve.runner import BasePredictor, BaseRunner, Input, concurrent, streaming
+from cogserve.scope import current_scope
+from cogserve.types import (
+    AsyncConcatenateIterator,
+    BaseModel,
+    ConcatenateIterator,
+    File,
+    Opaque,
+    Path,
+    Secret,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncConcatenateIterator",
+    "BaseModel",
+    "BasePredictor",
+    "BaseRunner",
+    "CancelationException",
+    "ConcatenateIterator",
+    "File",
+    "Input",
+    "Opaque",
+    "Path",
+    "Secret",
+    "__version__",
+    "concurrent",
+    "current_scope",
+    "streaming",
+]

@@ -1,0 +1,315 @@
+"""The `cogserve` command: serve, predict (alias run), train, schema."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import logging
+import mimetypes
+import os
+import pathlib
+import sys
+from typing import Any
+
+from cogserve.config import ModelConfig, load_config
+from cogserve.exceptions import DefinitionError
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="cogserve", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the model over HTTP")
+    serve.add_argument("directory", nargs="?", default=".")
+    serve.add_argument("-p", "--port", type=int, default=int(os.environ.get("PORT", "5000")))
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--upload-url", default=None,
+                       help="PUT file outputs here (multipart) and return their URLs")
+    serve.add_argument("--predictor", default=None, help="FILE.py:NAME, overrides cog.yaml")
+    serve.add_argument("--model-name", default=None, help="the model's name in the V2 API")
+    serve.add_argument("--model-version", default=None, help="the model's version in the V2 API")
+    serve.add_argument("--await-explicit-shutdown", action="store_true",
+                       help="ignore SIGTERM; exit only on POST /shutdown")
+    serve.add_argument("--max-body-bytes", type=int,
+                       default=int(os.environ.get("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024)))
+
+    for name, help_text in (("predict", "run one prediction"), ("run", "same as predict"),
+                            ("train", "run one training")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("directory", nargs="?", default=".")
+        p.add_argument("-i", "--input", action="append", default=[], metavar="NAME=VALUE",
+                       help="an input; NAME=@FILE sends a local file; repeat for lists")
+        p.add_argument("--json", default=None, help="all inputs as one JSON object")
+        p.add_argument("-o", "--output", default=None, help="where to write a file output")
+        p.add_argument("--predictor", default=None)
+
+    schema = sub.add_parser("schema", help="print the OpenAPI schema")
+    schema.add_argument("directory", nargs="?", default=".")
+    schema.add_argument("--predictor", default=None)
+    schema.add_argument("-o", "--output", default=None, help="write to this file")
+
+    args = parser.parse_args(argv)
+    _configure_logging()
+    try:
+        if args.command == "serve":
+            _serve(args)
+        elif args.command in ("predict", "run", "train"):
+            sys.exit(_predict(args, "train" if args.command == "train" else "predict"))
+        elif args.command == "schema":
+            _schema(args)
+    except DefinitionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _configure_logging() -> None:
+    level = os.environ.get("COG_LOG_LEVEL", "INFO").upper()
+    fmt = os.environ.get("LOG_FORMAT", "json")
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "console":
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(_JSONFormatter())
+    root = logging.getLogger("cogserve")
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level, logging.INFO))
+    root.propagate = False
+
+
+class _JSONFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"timestamp": self.formatTime(record), "severity": record.levelname,
+               "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
+def _apply_environment(config: ModelConfig) -> None:
+    for key, value in config.environment.items():
+        os.environ.setdefault(key, value)
+
+
+def _serve(args: argparse.Namespace) -> None:
+    from cogserve.http import server
+    from cogserve.runtime.service import Settings
+
+    config = load_config(args.directory, args.predictor)
+    _apply_environment(config)
+    config.ref("predict")
+    settings = Settings.from_env(config, upload_url=args.upload_url)
+    settings.model_name = args.model_name
+    settings.model_version = args.model_version
+    uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
+        os.environ.get("COG_LOG_LEVEL", "").upper(), "warning")
+    server.run(config, settings, args.host, args.port,
+               await_explicit_shutdown=args.await_explicit_shutdown,
+               max_body=args.max_body_bytes, log_level=uvicorn_level)
+
+
+def _schema(args: argparse.Namespace) -> None:
+    from cogserve.loader import import_ref, load_model
+    from cogserve.schema import openapi_document
+    from cogserve.signature import read_signature
+
+    config = load_config(args.directory, args.predictor)
+    sys.path.insert(0, str(config.directory))
+    model = load_model(config.ref("predict"), config.directory)
+    train = None
+    if config.train_ref:
+        import inspect
+
+        obj = import_ref(config.train_ref, config.directory)
+        fn = getattr(obj, "train", obj) if inspect.isclass(obj) else obj
+        train = read_signature(fn)
+    doc = openapi_document(model.signature, train, streaming=model.streaming)
+    text = json.dumps(doc, indent=2)
+    if args.output:
+        out = pathlib.Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+    else:
+        print(text)
+
+
+# ---------------------------------------------------------------- predict / train
+
+
+def coerce_inputs(pairs: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    """Turn `-i name=value` pairs into typed JSON using the Input schema."""
+    result: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep:
+            raise SystemExit(f'error: input {pair!r} is not NAME=VALUE')
+        if name not in properties:
+            raise SystemExit(f'error: unknown input "{name}"')
+        prop = properties[name]
+        is_list = prop.get("type") == "array"
+        item = prop.get("items", {}) if is_list else prop
+        value = _coerce(name, raw, item)
+        if is_list:
+            result.setdefault(name, []).append(value)
+        else:
+            result[name] = value
+    return result
+
+
+def _coerce(name: str, raw: str, prop: dict[str, Any]) -> Any:
+    if raw.startswith("@"):
+        path = pathlib.Path(raw[1:])
+        if not path.is_file():
+            raise SystemExit(f'error: input "{name}": no such file {raw[1:]!r}')
+        if prop.get("format") == "uri":
+            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
+        raw = path.read_text()
+    kind = prop.get("type")
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw)
+        if kind == "boolean":
+            lowered = raw.lower()
+            if lowered in ("true", "1", "yes"):
+                return True
+            if lowered in ("false", "0", "no"):
+                return False
+            raise ValueError(raw)
+        if kind == "object" or ("anyOf" in prop) or not kind and "allOf" not in prop:
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError:
+                return raw
+    except ValueError:
+        raise SystemExit(f'error: input "{name}": {raw!r} is not a valid {kind}') from None
+    if "allOf" in prop and raw.lstrip("-").isdigit():
+        return raw  # enums: the validator decides; keep the text
+    return raw
+
+
+def _predict(args: argparse.Namespace, mode: str) -> int:
+    config = load_config(args.directory, args.predictor)
+    _apply_environment(config)
+    config.ref(mode)
+    return asyncio.run(_predict_async(config, args, mode))
+
+
+async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: str) -> int:
+    from cogserve.runtime.service import Service, Settings, generate_id
+
+    settings = Settings.from_env(config)
+    service = Service(config, settings)
+    service.gate = True
+    go = asyncio.get_running_loop().create_future()
+    service.on_schema.append(lambda: go.done() or go.set_result(None))
+    await service.start()
+    waiter = asyncio.ensure_future(service.ready.wait())
+    await asyncio.wait([go, waiter], return_when=asyncio.FIRST_COMPLETED)
+    if not go.done():
+        print(f"error: {service.fatal_reason or service.setup['logs']}", file=sys.stderr)
+        await service.stop()
+        return 1
+    component = "TrainingInput" if mode == "train" else "Input"
+    assert service.schema is not None
+    properties = service.schema["components"]["schemas"][component]["properties"]
+    try:
+        raw = json.loads(args.json) if args.json else {}
+        raw.update(coerce_inputs(args.input, properties))
+        errors = service.validate(raw, mode)
+        if errors:
+            for field, msg in errors:
+                if msg == "Field required":
+                    print(f'error: missing required input "{field}"', file=sys.stderr)
+                elif "was unexpected" in msg:
+                    print(f'error: unknown input "{field}"', file=sys.stderr)
+                else:
+                    print(f'error: input "{field}": {msg}', file=sys.stderr)
+            raise SystemExit(2)
+    except (SystemExit, json.JSONDecodeError) as exc:
+        await service.stop()
+        if isinstance(exc, SystemExit) and isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        elif isinstance(exc, json.JSONDecodeError):
+            print(f"error: --json is not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    assert service.worker is not None
+    service.worker.send_control({"t": "go"})
+    await service.ready.wait()
+    if service.status != "READY":
+        sys.stderr.write(service.setup["logs"])
+        print("error: setup failed", file=sys.stderr)
+        await service.stop()
+        return 1
+    output_kind = service.schema["components"]["schemas"].get(
+        "TrainingOutput" if mode == "train" else "Output", {})
+    concatenate = output_kind.get("x-cog-array-display") == "concatenate"
+    printer = _Printer(args.output, concatenate)
+    prediction = service.create(generate_id(), raw, mode=mode, listeners=[printer.on_event])
+    await prediction.done
+    await service.stop()
+    if prediction.status != "succeeded":
+        print(f"error: prediction {prediction.status}: {prediction.error or ''}".rstrip(": "),
+              file=sys.stderr)
+        return 1
+    if not prediction.iterator:
+        printer.final(prediction.output)
+    elif concatenate:
+        print()
+    return 0
+
+
+class _Printer:
+    def __init__(self, output_path: str | None, concatenate: bool) -> None:
+        self.output_path = output_path
+        self.concatenate = concatenate
+        self.files = 0
+
+    def on_event(self, prediction: Any, event: str, payload: dict[str, Any]) -> None:
+        if event == "log":
+            sys.stderr.write(payload["data"])
+            sys.stderr.flush()
+        elif event == "output":
+            chunk = self._files(payload["chunk"], payload["index"])
+            if self.concatenate and isinstance(chunk, str):
+                sys.stdout.write(chunk)
+            else:
+                self._print(chunk)
+            sys.stdout.flush()
+
+    def final(self, output: Any) -> None:
+        self._print(self._files(output, None))
+
+    def _print(self, value: Any) -> None:
+        if isinstance(value, str):
+            print(value)
+        else:
+            print(json.dumps(value, indent=2))
+
+    def _files(self, value: Any, index: int | None) -> Any:
+        if isinstance(value, str) and value.startswith("data:") and ";base64," in value:
+            header, _, payload = value.partition(",")
+            mime = header[5:].split(";")[0]
+            ext = mimetypes.guess_extension(mime) or ""
+            if self.output_path and self.files == 0 and index is None:
+                target = pathlib.Path(self.output_path)
+            else:
+                target = pathlib.Path(f"output.{index}{ext}" if index is not None
+                                      else f"output{ext}")
+                if self.files and index is None:
+                    target = pathlib.Path(f"output.{self.files}{ext}")
+            target.write_bytes(base64.b64decode(payload))
+            self.files += 1
+            return f"Written output to: {target}"
+        if isinstance(value, list):
+            return [self._files(v, i) for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: self._files(v, None) for k, v in value.items()}
+        return value
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,87 @@
+"""Where a model is and how to serve it: cog.yaml, command-line flags and environment.
+
+Everything the parent needs is gathered into one `ModelConfig`, so the rest of the code
+never reads cog.yaml or os.environ itself.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from dataclasses import dataclass, field
+
+import yaml
+
+from cogserve.exceptions import DefinitionError
+
+
+@dataclass
+class ModelConfig:
+    directory: pathlib.Path
+    predict_ref: str | None = None
+    train_ref: str | None = None
+    concurrency: int | None = None  # cog.yaml concurrency.max
+    environment: dict[str, str] = field(default_factory=dict)
+    image: str | None = None
+
+    def ref(self, mode: str) -> str:
+        ref = self.train_ref if mode == "train" else self.predict_ref
+        if not ref:
+            key = "train" if mode == "train" else "run"
+            raise DefinitionError(
+                f"{self.directory / 'cog.yaml'}: no `{key}:` entry names the model "
+                f"(e.g. `{key}: \"{'train' if mode == 'train' else 'run'}.py:"
+                f"{'train' if mode == 'train' else 'Runner'}\"`), and no --predictor was given"
+            )
+        return ref
+
+
+def load_config(directory: str | os.PathLike[str] | None = None,
+                predictor: str | None = None) -> ModelConfig:
+    """Read `cog.yaml` of `directory` (if present); `predictor` overrides its `run:`."""
+    root = pathlib.Path(directory or ".").resolve()
+    if not root.is_dir():
+        raise DefinitionError(f"{root}: no such directory")
+    cfg = ModelConfig(directory=root)
+    path = root / "cog.yaml"
+    if path.exists():
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise DefinitionError(f"{path}: not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise DefinitionError(f"{path}: expected a mapping at the top level")
+        cfg.predict_ref = data.get("run") or data.get("predict")
+        cfg.train_ref = data.get("train")
+        cfg.image = data.get("image")
+        conc = data.get("concurrency")
+        if isinstance(conc, dict) and conc.get("max") is not None:
+            try:
+                cfg.concurrency = int(conc["max"])
+            except (TypeError, ValueError):
+                raise DefinitionError(f"{path}: concurrency.max must be an integer") from None
+        for entry in data.get("environment") or []:
+            key, sep, value = str(entry).partition("=")
+            if not sep or not key:
+                raise DefinitionError(f"{path}: environment entry {entry!r} is not KEY=VALUE")
+            cfg.environment[key.strip()] = value
+    elif predictor is None:
+        raise DefinitionError(f"{root}: no cog.yaml here and no --predictor given")
+    if predictor:
+        cfg.predict_ref = predictor
+    return cfg
+
+
+def env_float(name: str, default: float | None) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw.rstrip("s"))
+    except ValueError:
+        raise DefinitionError(f"environment variable {name}={raw!r} is not a number") from None
+
+
+def env_int(name: str, default: int | None) -> int | None:
+    value = env_float(name, None)
+    return default if value is None else int(value)

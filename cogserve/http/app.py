@@ -1,0 +1,116 @@
+"""The ASGI application: one small router in front of Cog's routes (and V2's).
+
+A plain ASGI callable rather than a framework: there are a dozen routes, and the
+prediction round trip is the hot path, so each request costs one dict lookup (or a
+prefix split for routes with an id) before its handler runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from cogserve.http.cog_routes import CogRoutes
+from cogserve.http.responses import HTTPError, send_json
+from cogserve.runtime.service import Service
+
+log = logging.getLogger("cogserve")
+
+Handler = Callable[..., Awaitable[None]]
+
+
+class App:
+    def __init__(self, service: Service, *, max_body: int, on_shutdown: Any) -> None:
+        self.service = service
+        self.cog = CogRoutes(service, max_body, on_shutdown)
+        cog = self.cog
+        self.exact: dict[str, dict[str, Handler]] = {
+            "/": {"GET": cog.root},
+            "/health-check": {"GET": cog.health_check},
+            "/openapi.json": {"GET": cog.openapi},
+            "/predictions": {"POST": cog.create},
+            "/shutdown": {"POST": cog.shutdown},
+        }
+        self.prefixed: list[tuple[str, Any]] = [("/predictions/", self._prediction_item)]
+        if service.config.train_ref:
+            self.exact["/trainings"] = {"POST": self._create_training}
+            self.prefixed.append(("/trainings/", self._training_item))
+        # extra front ends (the V2 protocol) register a path prefix and an ASGI callable
+        self.mounts: list[tuple[str, Any]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
+            return
+        try:
+            await self._dispatch(scope, receive, send)
+        except HTTPError as exc:
+            await send_json(send, exc.status, exc.body, exc.headers)
+        except Exception:
+            log.exception("unhandled error in %s %s", scope["method"], scope["path"])
+            await send_json(send, 500, {"error": "Internal server error"})
+
+    async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path: str = scope["path"]
+        method: str = scope["method"]
+        routes = self.exact.get(path)
+        if routes is not None:
+            handler = routes.get(method)
+            if handler is None:
+                raise _not_allowed(routes)
+            await handler(scope, receive, send)
+            return
+        for prefix, handler in self.prefixed:
+            if path.startswith(prefix):
+                await handler(scope, receive, send, path[len(prefix):], method)
+                return
+        for prefix, mounted in self.mounts:
+            if path == prefix or path.startswith(prefix + "/"):
+                await mounted(scope, receive, send)
+                return
+        raise HTTPError(404, {"error": "Not Found"})
+
+    async def _prediction_item(self, scope: dict[str, Any], receive: Any, send: Any,
+                               rest: str, method: str, mode: str = "predict") -> None:
+        ident, _, action = rest.partition("/")
+        if not ident:
+            raise HTTPError(404, {"error": "Not Found"})
+        if action == "":
+            if method != "PUT":
+                raise _not_allowed({"PUT": None})
+            await self.cog.create(scope, receive, send, path_id=ident, mode=mode)
+        elif action == "cancel":
+            if method != "POST":
+                raise _not_allowed({"POST": None})
+            await self.cog.cancel(scope, receive, send, ident)
+        else:
+            raise HTTPError(404, {"error": "Not Found"})
+
+    async def _training_item(self, scope: dict[str, Any], receive: Any, send: Any,
+                             rest: str, method: str) -> None:
+        await self._prediction_item(scope, receive, send, rest, method, mode="train")
+
+    async def _create_training(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self.cog.create(scope, receive, send, mode="train")
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.service.start()
+                except Exception as exc:  # noqa: BLE001
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.service.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _not_allowed(routes: dict[str, Any]) -> HTTPError:
+    allow = ", ".join(sorted(routes)).encode()
+    return HTTPError(405, {"error": "Method Not Allowed"}, [(b"allow", allow)])

@@ -1,0 +1,219 @@
+"""Cog's HTTP API: /predictions, /trainings, /health-check, /openapi.json, /, /shutdown.
+
+Each handler parses and checks the request, then asks the `Service` to act. The
+order of refusals follows the reference: 503 while not ready, 422 for bad input
+(before any slot is taken), 409 when every slot is busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import cogserve
+from cogserve.http.responses import HTTPError, header, parse_json, read_body, send_json
+from cogserve.runtime.prediction import Prediction
+from cogserve.runtime.service import Service, ServiceError, generate_id
+from cogserve.validation import show as _show
+
+WEBHOOK_EVENTS = frozenset({"start", "output", "logs", "completed"})
+_ID = re.compile(r"^[^/]{1,256}$")
+
+
+class CogRoutes:
+    def __init__(self, service: Service, max_body: int, on_shutdown: Any) -> None:
+        self.service = service
+        self.max_body = max_body
+        self.on_shutdown = on_shutdown
+        # hooks filled by the streaming and webhook modules
+        self.webhook_listener: Any = None
+        self.sse_handler: Any = None
+
+    # ------------------------------------------------------------ info endpoints
+
+    async def root(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        doc = {
+            "cog_version": cogserve.__version__,
+            "docs_url": "/docs",
+            "openapi_url": "/openapi.json",
+            "shutdown_url": "/shutdown",
+            "healthcheck_url": "/health-check",
+            "predictions_url": "/predictions",
+            "predictions_idempotent_url": "/predictions/{prediction_id}",
+            "predictions_cancel_url": "/predictions/{prediction_id}/cancel",
+        }
+        if self.service.config.train_ref:
+            doc["trainings_url"] = "/trainings"
+            doc["trainings_idempotent_url"] = "/trainings/{training_id}"
+            doc["trainings_cancel_url"] = "/trainings/{training_id}/cancel"
+        await send_json(send, 200, doc)
+
+    async def health_check(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send_json(send, 200, await self.service.health_document())
+
+    async def openapi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.service.schema is None:
+            reason = self.service.fatal_reason or "the model is still loading"
+            raise HTTPError(503, {"error": f"OpenAPI schema not available: {reason}"})
+        await send_json(send, 200, self.service.schema)
+
+    async def shutdown(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send_json(send, 200, {})
+        self.on_shutdown()
+
+    # ------------------------------------------------------------ predictions
+
+    async def create(self, scope: dict[str, Any], receive: Any, send: Any,
+                     path_id: str | None = None, mode: str = "predict") -> None:
+        service = self.service
+        wants_sse = "text/event-stream" in (header(scope, b"accept") or "")
+        if wants_sse:
+            if mode == "train":
+                raise HTTPError(406, {"error": "Trainings do not support server-sent event "
+                                               "streaming."})
+            if not service.streaming and service.schema is not None:
+                raise HTTPError(406, {"error": "This model does not support streaming responses."
+                                               " Add @cog.streaming to predict() to enable SSE."})
+        body = parse_json(await read_body(receive, scope, self.max_body))
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise HTTPError(422, _detail([("body",), f"{_show(body)} is not of type \"object\"",
+                                          "value_error"]))
+        respond_async = "respond-async" in (header(scope, b"prefer") or "")
+
+        prediction_id = path_id
+        body_id = body.get("id")
+        if path_id is not None:
+            if body_id is not None and body_id != path_id:
+                raise HTTPError(422, _detail([("body", "id"), "prediction ID must match the ID "
+                                              f"supplied in the URL ({body_id!r} != {path_id!r})",
+                                              "value_error"]))
+            existing = service.predictions.get(path_id)
+            if existing is not None:
+                await self._respond(scope, receive, send, existing, respond_async, wants_sse,
+                                    created=False)
+                return
+        elif body_id is not None:
+            if not isinstance(body_id, str) or not _ID.match(body_id):
+                raise HTTPError(422, _detail([("body", "id"), "id must be a non-empty string "
+                                              "without '/'", "value_error"]))
+            prediction_id = body_id
+        prediction_id = prediction_id or generate_id()
+
+        try:
+            service.check_accepting()
+        except ServiceError as exc:
+            raise HTTPError(exc.status, exc.body) from None
+        raw_input = body.get("input", {})
+        if raw_input is None:
+            raw_input = {}
+        errors = service.validate(raw_input, mode)
+        webhook, events, errors = _webhook_fields(body, errors)
+        prefix = body.get("output_file_prefix")
+        if prefix is not None and not (isinstance(prefix, str) and
+                                       prefix.startswith(("http://", "https://"))):
+            errors.append(("output_file_prefix", "must be an http:// or https:// URL"))
+        if errors:
+            raise HTTPError(422, {"detail": [
+                {"loc": _loc(field), "msg": msg,
+                 "type": "value_error.missing" if msg == "Field required" else "value_error"}
+                for field, msg in errors
+            ]})
+        listeners = []
+        if webhook and self.webhook_listener is not None:
+            listeners.append(self.webhook_listener(webhook, events))
+        context = {k: v for k in ("traceparent", "tracestate")
+                   if (v := header(scope, k.encode())) is not None}
+        try:
+            prediction = service.create(
+                prediction_id, raw_input, mode=mode, webhook=webhook,
+                webhook_events_filter=events, output_file_prefix=prefix,
+                context=context, listeners=listeners,
+            )
+        except ServiceError as exc:
+            raise HTTPError(exc.status, exc.body) from None
+        await self._respond(scope, receive, send, prediction, respond_async, wants_sse,
+                            created=True)
+
+    async def _respond(self, scope: dict[str, Any], receive: Any, send: Any,
+                       prediction: Prediction, respond_async: bool, wants_sse: bool,
+                       created: bool) -> None:
+        if wants_sse and self.sse_handler is not None:
+            await self.sse_handler(scope, receive, send, prediction, created)
+            return
+        if respond_async:
+            await send_json(send, 202, prediction.to_dict())
+            return
+        if not await _wait_or_disconnect(prediction, receive):
+            if created:
+                self.service.cancel(prediction.id)
+            return
+        await send_json(send, 200, prediction.to_dict())
+
+    async def cancel(self, scope: dict[str, Any], receive: Any, send: Any,
+                     prediction_id: str) -> None:
+        if not self.service.cancel(prediction_id):
+            raise HTTPError(404, {"error": f"No prediction with id {prediction_id!r} is running"})
+        await send_json(send, 200, {})
+
+
+async def _wait_or_disconnect(prediction: Prediction, receive: Any) -> bool:
+    """Wait for the prediction; False if the client went away first."""
+    done = prediction.done
+    if done.done():
+        return True
+    disconnect = asyncio.ensure_future(receive())
+    try:
+        while True:
+            await asyncio.wait((done, disconnect), return_when=asyncio.FIRST_COMPLETED)
+            if done.done():
+                return True
+            message = disconnect.result()
+            if message["type"] == "http.disconnect":
+                return False
+            disconnect = asyncio.ensure_future(receive())
+    finally:
+        if not disconnect.done():
+            disconnect.cancel()
+
+
+def _webhook_fields(body: dict[str, Any], errors: list[tuple[str, str]]
+                    ) -> tuple[str | None, frozenset[str] | None, list[tuple[str, str]]]:
+    webhook = body.get("webhook")
+    events = body.get("webhook_events_filter")
+    if webhook is not None and not (
+        isinstance(webhook, str) and webhook.startswith(("http://", "https://"))
+    ):
+        errors.append(("webhook", f"{webhook!r} is not an http:// or https:// URL"))
+        webhook = None
+    chosen: frozenset[str] | None = None
+    if events is not None:
+        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+            errors.append(("webhook_events_filter", "must be a list of event names"))
+        else:
+            unknown = [e for e in events if e not in WEBHOOK_EVENTS]
+            if unknown:
+                errors.append(("webhook_events_filter",
+                               f"unknown event {unknown[0]!r}; choose from start, output, "
+                               "logs, completed"))
+            else:
+                chosen = frozenset(events)
+    return webhook, chosen, errors
+
+
+def _loc(field: str) -> list[Any]:
+    if field in ("webhook", "webhook_events_filter", "output_file_prefix"):
+        return ["body", field]
+    if not field:
+        return ["body", "input", "__root__"]
+    parts: list[Any] = ["body", "input"]
+    for part in field.split("."):
+        parts.append(int(part) if part.isdigit() else part)
+    return parts
+
+
+def _detail(item: list[Any]) -> dict[str, Any]:
+    loc, msg, kind = item
+    return {"detail": [{"loc": list(loc), "msg": msg, "type": kind}]}

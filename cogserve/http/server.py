@@ -1,0 +1,89 @@
+"""Run the ASGI app on uvicorn, with Cog's shutdown rules.
+
+SIGTERM (unless --await-explicit-shutdown) and POST /shutdown both stop taking new
+predictions, let in-flight ones finish, stop the worker, and exit 0. uvicorn's own
+signal handling is replaced because it would drop async predictions that have no open
+connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Generator
+from typing import Any
+
+import uvicorn
+
+from cogserve.config import ModelConfig
+from cogserve.http.app import App
+from cogserve.runtime.service import Service, Settings
+
+log = logging.getLogger("cogserve")
+
+DEFAULT_MAX_BODY = 128 * 1024 * 1024
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield  # signals are installed by `serve` below
+
+
+def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_BODY
+          ) -> tuple[App, Service, asyncio.Event]:
+    service = Service(config, settings)
+    stop = asyncio.Event()
+    app = App(service, max_body=max_body, on_shutdown=stop.set)
+    from cogserve.http import extensions
+
+    extensions.install(app)
+    return app, service, stop
+
+
+async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
+                await_explicit_shutdown: bool = False, max_body: int = DEFAULT_MAX_BODY,
+                log_level: str = "warning") -> None:
+    app, service, stop = build(config, settings, max_body)
+    uv_config = uvicorn.Config(
+        app, host=host, port=port, loop="none", http="httptools", lifespan="on",
+        log_level=log_level, access_log=False, timeout_graceful_shutdown=None,
+        server_header=False, date_header=True,
+    )
+    server = _Server(uv_config)
+    loop = asyncio.get_running_loop()
+
+    def on_sigterm() -> None:
+        if await_explicit_shutdown:
+            log.info("SIGTERM ignored: waiting for POST /shutdown (--await-explicit-shutdown)")
+            return
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+
+    async def shutdown_when_asked() -> None:
+        await stop.wait()
+        service.shutting_down = True
+        await service.drain()
+        server.should_exit = True
+
+    watcher = loop.create_task(shutdown_when_asked())
+    try:
+        await server.serve()
+    finally:
+        watcher.cancel()
+        await service.stop()
+        if server.started is False and not stop.is_set():
+            raise SystemExit(1)
+
+
+def run(config: ModelConfig, settings: Settings, host: str, port: int, **kwargs: Any) -> None:
+    try:
+        import uvloop
+
+        uvloop.run(serve(config, settings, host, port, **kwargs))
+    except ImportError:  # pragma: no cover - uvloop is a dependency, but optional on some OSes
+        asyncio.run(serve(config, settings, host, port, **kwargs))

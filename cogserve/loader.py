@@ -1,0 +1,153 @@
+"""Turn a reference like `run.py:Runner` into something callable, with clear errors.
+
+Runs only in processes that are allowed to import the model (the worker, and the CLI's
+`schema` command).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import pathlib
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from cogserve.exceptions import DefinitionError
+from cogserve.runner import BasePredictor, declared_concurrency, is_streaming
+from cogserve.signature import Signature, read_signature
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to run: its instance (or function), entry points and signature."""
+
+    ref: str
+    instance: Any  # the runner object, or None for a plain function
+    run: Any  # the bound run/predict/train callable
+    setup: Any  # bound setup() or None
+    healthcheck: Any  # bound healthcheck() or None
+    signature: Signature
+    is_async: bool
+    streaming: bool
+    concurrency: int | None  # from @concurrent
+    deprecated_predict: bool
+
+
+def install_cog_alias() -> None:
+    """Make `import cog` give cogserve's API inside this process only."""
+    import cogserve
+
+    sys.modules["cog"] = cogserve
+    sys.modules.setdefault("cog.types", cogserve)
+
+
+def import_ref(ref: str, directory: pathlib.Path) -> Any:
+    """Import the object a `FILE.py:NAME` or `package.module:NAME` reference names."""
+    target, sep, name = ref.rpartition(":")
+    if not sep or not target or not name:
+        raise DefinitionError(f"{ref!r} is not a model reference: expected FILE.py:NAME")
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    if target.endswith(".py"):
+        path = (directory / target).resolve()
+        if not path.is_file():
+            raise DefinitionError(f"{target}: no such file (from reference {ref!r} in {directory})")
+        module_name = path.stem
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise DefinitionError(_import_failure(target, exc)) from exc
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise DefinitionError(_import_failure(target, exc)) from exc
+        path = pathlib.Path(getattr(module, "__file__", target))
+    if not hasattr(module, name):
+        raise DefinitionError(f"{target}: no class or function named {name!r} "
+                              f"(from reference {ref!r})")
+    return getattr(module, name)
+
+
+def _import_failure(target: str, exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    line = ""
+    for frame in reversed(frames):
+        if "importlib" not in frame.filename:
+            line = f"{pathlib.Path(frame.filename).name}:{frame.lineno}: "
+            break
+    if isinstance(exc, SyntaxError):
+        line = f"{pathlib.Path(exc.filename or target).name}:{exc.lineno}: "
+    return f"{line}importing {target} failed: {type(exc).__name__}: {exc}"
+
+
+def load_model(ref: str, directory: pathlib.Path, mode: str = "predict") -> LoadedModel:
+    """Import and instantiate the runner; read its signature. Does not call setup()."""
+    install_cog_alias()
+    obj = import_ref(ref, directory)
+    deprecated = False
+    if inspect.isclass(obj):
+        method_names = ("train",) if mode == "train" else ("run", "predict")
+        fn_name = next((m for m in method_names if _defines(obj, m)), None)
+        if fn_name is None:
+            want = "train()" if mode == "train" else "run() (or the deprecated predict())"
+            raise DefinitionError(f"{_where(obj)}: class {obj.__name__} has no {want} method")
+        try:
+            instance = obj()
+        except Exception as exc:
+            raise DefinitionError(
+                f"{_where(obj)}: creating {obj.__name__}() failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        run = getattr(instance, fn_name)
+        deprecated = fn_name == "predict" or isinstance(instance, BasePredictor)
+        setup = getattr(instance, "setup", None)
+        healthcheck = getattr(instance, "healthcheck", None)
+    elif callable(obj):
+        instance, run, setup, healthcheck = None, obj, None, None
+    else:
+        raise DefinitionError(f"{ref}: {obj!r} is neither a class nor a function")
+    signature = read_signature(run)
+    is_async = inspect.iscoroutinefunction(run) or inspect.isasyncgenfunction(run)
+    conc = declared_concurrency(run)
+    if conc is not None and conc > 1 and not is_async:
+        raise DefinitionError(
+            f"{_where(run)}: @concurrent(max={conc}) needs an async run(); a sync run() "
+            "serves one prediction at a time"
+        )
+    if deprecated:
+        warnings.warn(
+            "BasePredictor/predict() are deprecated; use BaseRunner/run()",
+            DeprecationWarning, stacklevel=1,
+        )
+    return LoadedModel(
+        ref=ref, instance=instance, run=run, setup=setup, healthcheck=healthcheck,
+        signature=signature, is_async=is_async, streaming=is_streaming(run),
+        concurrency=conc, deprecated_predict=deprecated,
+    )
+
+
+def _defines(cls: type, name: str) -> bool:
+    """True if `cls` (not just BaseRunner/BasePredictor) implements `name`."""
+    for klass in cls.__mro__:
+        if klass.__module__ == "cogserve.runner":
+            return False
+        if name in vars(klass):
+            return True
+    return False
+
+
+def _where(obj: Any) -> str:
+    try:
+        file = inspect.getsourcefile(obj) or "?"
+        line = inspect.getsourcelines(obj)[1]
+        return f"{pathlib.Path(file).name}:{line}"
+    except (OSError, TypeError):
+        return getattr(obj, "__qualname__", repr(obj))

@@ -1,0 +1,93 @@
+"""Custom metric names, modes and how a recorded value folds into a prediction's metrics.
+
+One function, `apply_metric`, is used both in the worker (so a type change raises inside
+the model, where the author can see it) and in the parent (to build the envelope).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_SEGMENT = re.compile(r"^[A-Za-z](?:[A-Za-z0-9]|_(?!_))*(?<![_])$")
+MODES = {"replace": "replace", "incr": "incr", "increment": "incr", "append": "append"}
+_ALLOWED = (bool, int, float, str, list, dict)
+
+
+def check_name(name: str) -> list[str]:
+    """Validate a metric name and return its dot-path segments."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("metric name must be a non-empty string")
+    if len(name) > 128:
+        raise ValueError(f"metric name {name!r} is longer than 128 characters")
+    if name == "predict_time" or name.startswith("cog."):
+        raise ValueError(f"metric name {name!r} is reserved")
+    parts = name.split(".")
+    if len(parts) > 4:
+        raise ValueError(f"metric name {name!r} has more than 4 dot-separated segments")
+    for part in parts:
+        if not _SEGMENT.match(part):
+            raise ValueError(
+                f"metric name {name!r}: segment {part!r} must start with a letter, end with a "
+                "letter or digit, and contain only letters, digits and single underscores"
+            )
+    return parts
+
+
+def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str) -> None:
+    """Fold one recorded value into `store` (nested by dot path), enforcing type stability."""
+    parts = check_name(name)
+    try:
+        mode = MODES[mode]
+    except KeyError:
+        raise ValueError(f"metric mode must be replace, incr or append, not {mode!r}") from None
+    node = store
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            if value is None:
+                return
+            child = node[part] = {}
+        node = child
+    key = parts[-1]
+    if value is None:
+        node.pop(key, None)
+        return
+    if not isinstance(value, _ALLOWED):
+        raise TypeError(
+            f"metric {name!r}: value must be bool, int, float, str, list or dict, "
+            f"not {type(value).__name__}"
+        )
+    old = node.get(key)
+    if mode == "append":
+        if old is None:
+            node[key] = [value]
+        elif isinstance(old, list):
+            old.append(value)
+        else:
+            raise TypeError(f"metric {name!r} holds a {type(old).__name__}; cannot append")
+        return
+    if mode == "incr":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"metric {name!r}: incr needs a number, not {type(value).__name__}")
+        if old is None:
+            node[key] = value
+            return
+        if isinstance(old, bool) or not isinstance(old, int | float):
+            raise TypeError(f"metric {name!r} holds a {type(old).__name__}; cannot incr")
+        node[key] = old + value
+        return
+    if old is not None and _kind(old) != _kind(value):
+        raise TypeError(
+            f"metric {name!r} holds a {_kind(old)}; cannot replace it with a {_kind(value)} "
+            "(delete it first)"
+        )
+    node[key] = value
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__

@@ -1,0 +1,1 @@
+"""The parent process: prediction state, slots, the worker's supervision, file outputs."""

@@ -1,0 +1,166 @@
+"""One prediction's state machine, and the single place its changes are announced.
+
+starting -> processing -> succeeded | failed | canceled. Every change is one event
+passed to each listener (the webhook sender, SSE streams); the sync HTTP waiter
+awaits `done`. Nothing else mutates a prediction, so every observer sees the same
+history in the same order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+from cogserve.metrics import apply_metric
+
+TERMINAL = frozenset({"succeeded", "failed", "canceled"})
+
+# (event, payload): start {} | output {chunk, index} | log {source, data}
+#                   | metric {name, value, mode} | completed {}
+Listener = Callable[["Prediction", str, dict[str, Any]], None]
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def iso(ts: datetime.datetime | None) -> str | None:
+    return ts.isoformat() if ts is not None else None
+
+
+class Prediction:
+    __slots__ = (
+        "id", "kind", "input", "status", "output", "_outputs", "iterator", "_logs", "error",
+        "metrics", "created_at", "started_at", "completed_at", "predict_time", "webhook",
+        "webhook_events_filter", "output_file_prefix", "listeners", "done", "tail",
+        "context", "cancel_requested",
+    )
+
+    def __init__(
+        self,
+        prediction_id: str,
+        redacted_input: dict[str, Any],
+        *,
+        kind: str = "prediction",
+        iterator: bool = False,
+        webhook: str | None = None,
+        webhook_events_filter: frozenset[str] | None = None,
+        output_file_prefix: str | None = None,
+        context: dict[str, str] | None = None,
+    ) -> None:
+        self.id = prediction_id
+        self.kind = kind
+        self.input = redacted_input
+        self.status = "starting"
+        self.output: Any = None
+        self._outputs: list[Any] = []
+        self.iterator = iterator
+        self._logs: list[str] = []
+        self.error: str | None = None
+        self.metrics: dict[str, Any] = {}
+        self.created_at = now()
+        self.started_at: datetime.datetime | None = None
+        self.completed_at: datetime.datetime | None = None
+        self.predict_time: float | None = None
+        self.webhook = webhook
+        self.webhook_events_filter = webhook_events_filter
+        self.output_file_prefix = output_file_prefix
+        self.listeners: list[Listener] = []
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.tail: asyncio.Task[None] | None = None  # serialises slow (file) events
+        self.context = context or {}  # trace headers and such, passed on to webhooks
+        self.cancel_requested = False
+
+    # ------------------------------------------------------------ reading
+
+    @property
+    def logs(self) -> str:
+        if len(self._logs) > 1:
+            self._logs = ["".join(self._logs)]
+        return self._logs[0] if self._logs else ""
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def current_output(self) -> Any:
+        return list(self._outputs) if self.iterator else self.output
+
+    def to_dict(self) -> dict[str, Any]:
+        metrics = dict(self.metrics)
+        if self.predict_time is not None:
+            metrics["predict_time"] = self.predict_time
+        return {
+            "id": self.id,
+            "status": self.status,
+            "input": self.input,
+            "output": self.current_output(),
+            "logs": self.logs,
+            "error": self.error,
+            "metrics": metrics,
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "completed_at": iso(self.completed_at),
+        }
+
+    # ------------------------------------------------------------ changing
+
+    def _emit(self, event: str, payload: dict[str, Any]) -> None:
+        for listener in self.listeners:
+            listener(self, event, payload)
+
+    def subscribe(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        try:
+            self.listeners.remove(listener)
+        except ValueError:
+            pass
+
+    def mark_started(self) -> None:
+        """Sent to the worker: the `start` event (status still `starting`, as Cog reports)."""
+        self.started_at = now()
+        self._emit("start", {})
+
+    def append_log(self, source: str, data: str) -> None:
+        self._logs.append(data)
+        self._emit("log", {"source": source, "data": data})
+
+    def append_output(self, chunk: Any) -> None:
+        index = len(self._outputs)
+        self._outputs.append(chunk)
+        self._emit("output", {"chunk": chunk, "index": index})
+
+    def record_metric(self, name: str, value: Any, mode: str) -> None:
+        try:
+            apply_metric(self.metrics, name, value, mode)
+        except (TypeError, ValueError):
+            return  # the worker already raised this inside the model
+        self._emit("metric", {"name": name, "value": value, "mode": mode})
+
+    def succeed(self, output: Any, predict_time: float | None) -> None:
+        if not self.iterator:
+            self.output = output
+        self._finish("succeeded", predict_time)
+
+    def fail(self, error: str, predict_time: float | None = None) -> None:
+        self.error = error
+        self._finish("failed", predict_time)
+
+    def cancel(self, predict_time: float | None = None) -> None:
+        self._finish("canceled", predict_time)
+
+    def _finish(self, status: str, predict_time: float | None) -> None:
+        if self.terminal:
+            return
+        self.status = status
+        self.completed_at = now()
+        if predict_time is None and self.started_at is not None:
+            predict_time = (self.completed_at - self.started_at).total_seconds()
+        self.predict_time = predict_time
+        self._emit("completed", {})
+        if not self.done.done():
+            self.done.set_result(None)

@@ -1,0 +1,453 @@
+"""The parent's single owner of runtime state: health, slots, predictions, the worker.
+
+HTTP front ends (Cog's routes, V2) call `create`, `cancel` and `health`; the worker's
+messages arrive through `_on_control` / `_on_data`. A slot is taken before a
+prediction is sent to the worker and given back as soon as its terminal message
+arrives, before any response is written, so a sequential client never sees 409.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+import cogserve
+from cogserve.config import ModelConfig, env_float
+from cogserve.runtime.outputs import has_files, resolve_files
+from cogserve.runtime.prediction import Prediction, iso, now
+from cogserve.runtime.supervisor import WorkerProcess, WorkerSpec, describe_exit
+from cogserve.validation import InputValidator
+
+log = logging.getLogger("cogserve")
+
+SPILL_THRESHOLD = 6 * 1024 * 1024
+
+
+class ServiceError(Exception):
+    """A request the runtime refuses, with the HTTP status and JSON body to send."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(body)
+        self.status = status
+        self.body = body
+
+
+@dataclass
+class Settings:
+    """Runtime knobs, from flags and the environment variables of the runtime spec."""
+
+    concurrency: int | None = None
+    setup_timeout: float | None = None
+    cancel_timeout: float = 5.0
+    healthcheck_timeout: float = 5.0
+    upload_url: str | None = None
+    model_name: str | None = None
+    model_version: str | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, config: ModelConfig, upload_url: str | None = None) -> Settings:
+        env = {**config.environment, **{k: v for k, v in os.environ.items() if k.startswith("COG")}}
+        setup_timeout = env_float("COG_SETUP_TIMEOUT", None)
+        conc = env.get("COG_MAX_CONCURRENCY")
+        return cls(
+            concurrency=int(conc) if conc else config.concurrency,
+            setup_timeout=setup_timeout if setup_timeout else None,
+            cancel_timeout=env_float("COGSERVE_CANCEL_TIMEOUT", 5.0) or 5.0,
+            healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
+            upload_url=upload_url,
+            extra_env=config.environment,
+        )
+
+
+class Service:
+    def __init__(self, config: ModelConfig, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.status = "STARTING"
+        self.setup: dict[str, Any] = {"started_at": None, "completed_at": None,
+                                      "status": "starting", "logs": ""}
+        self._setup_logs: list[str] = []
+        self.schema: dict[str, Any] | None = None
+        self.validators: dict[str, InputValidator] = {}
+        self.is_async = False
+        self.streaming = False
+        self.has_healthcheck = False
+        self.slots = 1
+        self.free = 0
+        self.predictions: dict[str, Prediction] = {}
+        self.fatal_reason: str | None = None
+        self.worker: WorkerProcess | None = None
+        self.ready = asyncio.Event()  # set once setup has finished, either way
+        self.shutting_down = False
+        self._health_waiters: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._health_seq = 0
+        self._setup_timer: asyncio.TimerHandle | None = None
+        self._restarting = False
+        self._spill_dir = tempfile.mkdtemp(prefix="cogserve-spill-")
+        self.on_schema: list[Callable[[], None]] = []
+        self.gate = False  # `cogserve predict`: the worker waits for "go" before setup()
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        self.status = "STARTING"
+        self.setup = {"started_at": iso(now()), "completed_at": None, "status": "starting",
+                      "logs": ""}
+        self._setup_logs = []
+        self.ready.clear()
+        self.worker = WorkerProcess(
+            WorkerSpec(ref=self.config.ref("predict"), directory=str(self.config.directory),
+                       train_ref=self.config.train_ref, env=self.settings.extra_env,
+                       schema_only=self.gate),
+            self._on_control, self._on_data, self._on_exit,
+        )
+        await self.worker.start()
+        if self.settings.setup_timeout:
+            loop = asyncio.get_running_loop()
+            self._setup_timer = loop.call_later(self.settings.setup_timeout, self._setup_timed_out)
+
+    async def stop(self) -> None:
+        self.shutting_down = True
+        if self.worker is not None:
+            await self.worker.stop()
+        shutil.rmtree(self._spill_dir, ignore_errors=True)
+
+    async def drain(self) -> None:
+        """Wait until every in-flight prediction has finished."""
+        while self.predictions:
+            await asyncio.gather(*(p.done for p in list(self.predictions.values())),
+                                 return_exceptions=True)
+            await asyncio.sleep(0)
+
+    def _setup_timed_out(self) -> None:
+        if self.status == "STARTING":
+            timeout = self.settings.setup_timeout
+            self._finish_setup("failed", f"setup() did not finish within {timeout:g} seconds "
+                               "(COG_SETUP_TIMEOUT)\n")
+            self.status = "SETUP_FAILED"
+            if self.worker is not None:
+                self.worker.kill()
+
+    def _finish_setup(self, status: str, extra_log: str = "") -> None:
+        if self._setup_timer is not None:
+            self._setup_timer.cancel()
+            self._setup_timer = None
+        if extra_log:
+            self._setup_logs.append(extra_log)
+        self.setup["completed_at"] = iso(now())
+        self.setup["status"] = status
+        self.setup["logs"] = "".join(self._setup_logs)
+        self.ready.set()
+
+    # ------------------------------------------------------------ worker messages
+
+    def _on_control(self, message: dict[str, Any]) -> None:
+        kind = message.get("t")
+        if kind == "log":
+            if self.status == "STARTING":
+                self._setup_logs.append(message["data"])
+                self.setup["logs"] = "".join(self._setup_logs)
+            else:
+                stream = sys.stderr if message.get("source") == "stderr" else sys.stdout
+                stream.write(message["data"])
+        elif kind == "schema":
+            self.schema = message["schema"]
+            self.validators = {"predict": InputValidator(self.schema)}
+            components = self.schema["components"]["schemas"]
+            if "TrainingInput" in components:
+                self.validators["train"] = InputValidator(self.schema, "TrainingInput")
+            self.is_async = message["is_async"]
+            self.streaming = message["streaming"]
+            self.has_healthcheck = message["has_healthcheck"]
+            self.slots = self._slot_count(message.get("concurrency"))
+            for callback in self.on_schema:
+                callback()
+        elif kind == "ready":
+            if self.status == "STARTING":
+                self.free = self.slots
+                self.status = "READY"
+                self._finish_setup("succeeded")
+        elif kind == "setup_failed":
+            self.status = "SETUP_FAILED"
+            self._finish_setup("failed")
+        elif kind == "fatal":
+            self.fatal_reason = message["reason"]
+            self._setup_logs.append(message["reason"] + "\n")
+            self.status = "SETUP_FAILED"
+            self._finish_setup("failed")
+            log.error("%s", message["reason"])
+        elif kind == "healthcheck_result":
+            waiter = self._health_waiters.pop(message["id"], None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(message)
+
+    def _slot_count(self, declared: int | None) -> int:
+        wanted = self.settings.concurrency or declared or 1
+        if not self.is_async and wanted > 1:
+            log.warning("run() is not async: serving one prediction at a time, not %d", wanted)
+            return 1
+        return max(1, wanted)
+
+    def _on_data(self, message: dict[str, Any]) -> None:
+        prediction = self.predictions.get(message.get("id", ""))
+        if prediction is None:
+            return
+        if prediction.tail is None and not (message.get("files") or has_files(message)):
+            self._apply(prediction, message)
+            return
+        previous = prediction.tail
+        prediction.tail = asyncio.get_running_loop().create_task(
+            self._apply_later(prediction, message, previous)
+        )
+
+    async def _apply_later(self, prediction: Prediction, message: dict[str, Any],
+                           previous: Awaitable[None] | None) -> None:
+        if previous is not None:
+            await previous
+        try:
+            if "output" in message and message["output"] is not None:
+                message["output"] = await resolve_files(
+                    message["output"], prediction, self.settings.upload_url
+                )
+        except Exception as exc:  # noqa: BLE001 - an upload failure fails the prediction
+            if not prediction.terminal:
+                self._cancel_on_worker(prediction)
+                self._complete(prediction, "failed", f"file output: {exc}")
+            return
+        self._apply(prediction, message)
+
+    def _apply(self, prediction: Prediction, message: dict[str, Any]) -> None:
+        if prediction.terminal:
+            return
+        if prediction.status == "starting":
+            prediction.status = "processing"
+        kind = message["t"]
+        if kind == "log":
+            prediction.append_log(message["source"], message["data"])
+        elif kind == "output":
+            prediction.append_output(message["output"])
+        elif kind == "metric":
+            prediction.record_metric(message["name"], message["value"], message["mode"])
+        elif kind == "done":
+            self._complete(prediction, "succeeded", output=message.get("output"),
+                           predict_time=message.get("predict_time"))
+        elif kind == "failed":
+            self._complete(prediction, "failed", message.get("error") or "prediction failed")
+        elif kind == "cancelled":
+            self._complete(prediction, "canceled")
+
+    def _complete(self, prediction: Prediction, status: str, error: str | None = None,
+                  output: Any = None, predict_time: float | None = None) -> None:
+        """Give the slot back first, then settle the prediction (which wakes its waiters)."""
+        if self.predictions.pop(prediction.id, None) is not None:
+            self.free += 1
+        if status == "succeeded":
+            prediction.succeed(output, predict_time)
+        elif status == "failed":
+            prediction.fail(error or "prediction failed", predict_time)
+        else:
+            prediction.cancel(predict_time)
+
+    def _on_exit(self, code: int | None) -> None:
+        how = describe_exit(code)
+        if self.shutting_down:
+            return
+        if self._restarting:
+            reason = f"the worker was stopped after a cancel was ignored ({how})"
+        else:
+            reason = f"the worker process {how}"
+        for prediction in list(self.predictions.values()):
+            if prediction.cancel_requested:
+                prediction.append_log("stderr", f"cogserve: {reason}\n")
+                self._complete(prediction, "canceled")
+            else:
+                self._complete(prediction, "failed", f"prediction failed: {reason}")
+        if self._restarting:
+            self._restarting = False
+            asyncio.get_running_loop().create_task(self.start())
+            return
+        if self.status == "STARTING":
+            if not self.fatal_reason:
+                self._setup_logs.append(f"cogserve: {reason} during setup\n")
+            self.status = "SETUP_FAILED"
+            self._finish_setup("failed")
+        elif self.status in ("READY", "BUSY"):
+            self.status = "DEFUNCT"
+            self.fatal_reason = reason
+            log.error("%s; the server stays up but cannot run predictions", reason)
+
+    # ------------------------------------------------------------ predictions
+
+    @property
+    def health(self) -> str:
+        if self.status == "READY" and self.free <= 0:
+            return "BUSY"
+        return self.status
+
+    def check_accepting(self) -> None:
+        if self.shutting_down:
+            raise ServiceError(503, {"error": "The server is shutting down", "status": "failed"})
+        if self.status != "READY":
+            detail = {
+                "STARTING": "Setup has not finished yet. Wait until it has finished, or GET "
+                            "/health-check for status.",
+                "SETUP_FAILED": "Setup failed: the model cannot run predictions. GET "
+                                "/health-check for its logs.",
+                "DEFUNCT": f"The model is defunct ({self.fatal_reason}); restart the server.",
+            }.get(self.status, f"The model is not ready ({self.status})")
+            raise ServiceError(503, {"error": detail, "status": "failed"})
+
+    def validate(self, raw_input: Any, mode: str = "predict") -> list[tuple[str, str]]:
+        return self.validators[mode].validate(raw_input)
+
+    def create(
+        self,
+        prediction_id: str,
+        raw_input: dict[str, Any],
+        *,
+        mode: str = "predict",
+        webhook: str | None = None,
+        webhook_events_filter: frozenset[str] | None = None,
+        output_file_prefix: str | None = None,
+        context: dict[str, str] | None = None,
+        listeners: list[Any] | None = None,
+    ) -> Prediction:
+        """Take a slot and send a validated input to the worker (or raise ServiceError)."""
+        self.check_accepting()
+        if prediction_id in self.predictions:
+            raise ServiceError(409, {"error": f"A prediction with id {prediction_id!r} is already "
+                                              "running", "status": "failed"})
+        if self.free <= 0:
+            raise ServiceError(409, {"error": "At capacity - all prediction slots busy",
+                                     "status": "failed"})
+        schema = self.schema or {}
+        output = schema.get("components", {}).get("schemas", {}).get(
+            "TrainingOutput" if mode == "train" else "Output", {})
+        prediction = Prediction(
+            prediction_id,
+            self.validators[mode].redact(raw_input),
+            kind="training" if mode == "train" else "prediction",
+            iterator=output.get("x-cog-array-type") == "iterator",
+            webhook=webhook,
+            webhook_events_filter=webhook_events_filter,
+            output_file_prefix=output_file_prefix,
+            context=context,
+        )
+        for listener in listeners or ():
+            prediction.subscribe(listener)
+        self.free -= 1
+        self.predictions[prediction_id] = prediction
+        message: dict[str, Any] = {"t": "predict", "id": prediction_id, "input": raw_input}
+        if mode == "train":
+            message["mode"] = "train"
+        self._maybe_spill(message)
+        assert self.worker is not None
+        self.worker.send_data(message)
+        prediction.mark_started()
+        return prediction
+
+    def _maybe_spill(self, message: dict[str, Any]) -> None:
+        """Inputs over 6 MiB go through a file, not the IPC frame (the worker deletes it)."""
+        raw = message["input"]
+        # cheap pre-check: only serialise to measure when some value could be large
+        if not any(isinstance(v, str) and len(v) > 65536 or isinstance(v, list | dict)
+                   for v in raw.values()):
+            return
+        body = orjson.dumps(raw)
+        if len(body) <= SPILL_THRESHOLD:
+            return
+        fd, path = tempfile.mkstemp(prefix="input-", suffix=".json", dir=self._spill_dir)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(body)
+        message["input"] = None
+        message["input_file"] = path
+
+    def cancel(self, prediction_id: str) -> bool:
+        prediction = self.predictions.get(prediction_id)
+        if prediction is None:
+            return False
+        if not prediction.cancel_requested:
+            prediction.cancel_requested = True
+            self._cancel_on_worker(prediction)
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.settings.cancel_timeout, self._cancel_overdue, prediction)
+        return True
+
+    def _cancel_on_worker(self, prediction: Prediction) -> None:
+        if self.worker is not None:
+            try:
+                self.worker.send_control({"t": "cancel", "id": prediction.id})
+            except (ConnectionError, RuntimeError):
+                pass
+
+    def _cancel_overdue(self, prediction: Prediction) -> None:
+        """run() ignored the cancel: end the worker so the slot is not held forever."""
+        if prediction.terminal or self.worker is None or self.shutting_down:
+            return
+        log.warning("prediction %s ignored its cancel for %.1fs; restarting the worker",
+                    prediction.id, self.settings.cancel_timeout)
+        self._restarting = True
+        self.status = "STARTING"
+        self.worker.kill()
+
+    # ------------------------------------------------------------ health
+
+    async def health_document(self) -> dict[str, Any]:
+        status = self.health
+        body: dict[str, Any] = {"status": status}
+        if status in ("READY", "BUSY") and self.has_healthcheck and self.worker is not None:
+            error = await self._user_healthcheck()
+            if error is not None:
+                body["status"] = "UNHEALTHY"
+                body["user_healthcheck_error"] = error
+        body["setup"] = dict(self.setup)
+        body["version"] = {
+            "cogserve": cogserve.__version__,
+            "cog": cogserve.__version__,
+            "python": sys.version.split()[0],
+        }
+        return body
+
+    async def _user_healthcheck(self) -> str | None:
+        assert self.worker is not None
+        self._health_seq += 1
+        hid = self._health_seq
+        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._health_waiters[hid] = waiter
+        self.worker.send_control({"t": "healthcheck", "id": hid})
+        timeout = self.settings.healthcheck_timeout
+        try:
+            result = await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            self._health_waiters.pop(hid, None)
+            return f"user healthcheck timed out after {timeout:g} seconds"
+        if result.get("status") != "healthy":
+            return result.get("error") or "user healthcheck failed"
+        return None
+
+
+def generate_id() -> str:
+    import base64
+    import uuid
+
+    return base64.b32encode(uuid.uuid4().bytes).decode().lower().rstrip("=")
+
+
+def parse_created_at(value: Any) -> datetime.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -1,0 +1,148 @@
+"""Start, watch and stop the worker subprocess; carry messages to and from it.
+
+The supervisor knows nothing of HTTP or predictions' meaning: it hands each message
+from the worker to the `Service` callbacks and reports how the process ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from cogserve.ipc import AsyncChannel
+
+Handler = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class WorkerSpec:
+    ref: str
+    directory: str
+    mode: str = "predict"
+    train_ref: str | None = None
+    schema_only: bool = False
+    env: dict[str, str] | None = None
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with status {code}"
+
+
+class WorkerProcess:
+    """One worker subprocess and its two channels."""
+
+    def __init__(self, spec: WorkerSpec, on_control: Handler, on_data: Handler,
+                 on_exit: Callable[[int | None], None]) -> None:
+        self.spec = spec
+        self._on_control = on_control
+        self._on_data = on_data
+        self._on_exit = on_exit
+        self.process: subprocess.Popen[bytes] | None = None
+        self.control: AsyncChannel | None = None
+        self.data: AsyncChannel | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.exit_code: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    async def start(self) -> None:
+        control_parent, control_child = socket.socketpair()
+        data_parent, data_child = socket.socketpair()
+        env = dict(os.environ)
+        env.update(self.spec.env or {})
+        env["COGSERVE_WORKER"] = orjson.dumps({
+            "ref": self.spec.ref,
+            "directory": self.spec.directory,
+            "mode": self.spec.mode,
+            "train_ref": self.spec.train_ref,
+            "schema_only": self.spec.schema_only,
+            "control_fd": control_child.fileno(),
+            "data_fd": data_child.fileno(),
+        }).decode()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cogserve.worker"],
+            pass_fds=(control_child.fileno(), data_child.fileno()),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=False,
+        )
+        control_child.close()
+        data_child.close()
+        self.control = await AsyncChannel.open(control_parent)
+        self.data = await AsyncChannel.open(data_parent)
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._pump(self.control, self._on_control)),
+            loop.create_task(self._pump(self.data, self._on_data)),
+            loop.create_task(self._wait()),
+        ]
+
+    async def _pump(self, channel: AsyncChannel, handler: Handler) -> None:
+        while True:
+            message = await channel.recv()
+            if message is None:
+                return
+            handler(message)
+
+    async def _wait(self) -> None:
+        assert self.process is not None
+        process = self.process
+        loop = asyncio.get_running_loop()
+        code = await loop.run_in_executor(None, process.wait)
+        # let both pumps deliver what the worker wrote before it ended
+        for task in self._tasks[:2]:
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 1.0)
+            except (TimeoutError, asyncio.CancelledError):
+                pass
+        self.exit_code = code
+        self._on_exit(code)
+
+    def send_control(self, message: dict[str, Any]) -> None:
+        if self.control is not None:
+            self.control.send(message)
+
+    def send_data(self, message: dict[str, Any]) -> None:
+        if self.data is not None:
+            self.data.send(message)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                self.process.kill()
+            except ProcessLookupError:
+                pass
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            self.send_control({"t": "shutdown"})
+        except (ConnectionError, RuntimeError):
+            pass
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(loop.run_in_executor(None, process.wait), timeout)
+        except TimeoutError:
+            self.kill()

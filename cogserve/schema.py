@@ -1,0 +1,308 @@
+"""Build the OpenAPI document Cog serves at /openapi.json from a model's signature.
+
+The layout follows what Cog's build writes into `.cog/openapi_schema.json` (the
+reference server reads that file), so clients that read Cog schemas read ours too.
+The HTTP parent validates requests from this document alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from cogserve.runner import MISSING
+from cogserve.signature import InputSpec, OutputSpec, Signature, TypeSpec
+from cogserve.types import Secret
+
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def type_schema(t: TypeSpec) -> dict[str, Any]:
+    """The JSON schema of one value type (shared by inputs and outputs)."""
+    kind = t.kind
+    if kind in _JSON_TYPES:
+        out: dict[str, Any] = {"type": _JSON_TYPES[kind]}
+    elif kind in ("path", "file"):
+        out = {"type": "string", "format": "uri"}
+    elif kind == "secret":
+        out = {"type": "string", "format": "password", "writeOnly": True, "x-cog-secret": True}
+    elif kind == "any":
+        out = {"type": "object"}
+    elif kind == "opaque":
+        out = {}
+    elif kind == "list":
+        out = {"type": "array", "items": type_schema(t.item or TypeSpec("any"))}
+    elif kind == "union":
+        out = {"anyOf": [type_schema(m) for m in t.members]}
+    elif kind == "literal":
+        out = {"type": _JSON_TYPES[t.item.kind if t.item else "str"], "enum": list(t.values)}
+    elif kind == "object":
+        props: dict[str, Any] = {}
+        required = []
+        for name, ft, is_required in t.fields:
+            prop = type_schema(ft)
+            prop["title"] = _title(name)
+            props[name] = prop
+            if is_required:
+                required.append(name)
+        out = {"type": "object", "properties": props}
+        if required:
+            out["required"] = required
+    else:  # pragma: no cover - signature.py only produces the kinds above
+        raise ValueError(f"unknown type kind {kind}")
+    if t.optional and kind != "opaque":
+        out["nullable"] = True
+    return out
+
+
+def input_property(spec: InputSpec, *, with_default: bool = True) -> dict[str, Any]:
+    """The schema of one input, with choices inline as `enum`."""
+    info = spec.info
+    prop = type_schema(spec.type)
+    target = prop["items"] if prop.get("type") == "array" else prop
+    if info.choices is not None:
+        target["enum"] = list(info.choices)
+    if info.ge is not None:
+        target["minimum"] = info.ge
+    if info.le is not None:
+        target["maximum"] = info.le
+    if info.min_length is not None:
+        key = "minItems" if prop.get("type") == "array" else "minLength"
+        prop[key] = info.min_length
+    if info.max_length is not None:
+        key = "maxItems" if prop.get("type") == "array" else "maxLength"
+        prop[key] = info.max_length
+    if info.regex is not None:
+        target["pattern"] = info.regex
+    if with_default and info.default is not MISSING and info.default is not None:
+        prop["default"] = _json_default(info.default)
+    return prop
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Secret):
+        return value.get_secret_value()
+    if isinstance(value, tuple | list):
+        return [_json_default(v) for v in value]
+    if hasattr(value, "value") and type(value).__module__ != "builtins":  # an Enum member
+        return value.value
+    if hasattr(value, "__fspath__"):
+        return str(value)
+    return value
+
+
+def input_schema(sig: Signature) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The `Input` component, plus one enum component per input with choices (as Cog does)."""
+    props: dict[str, Any] = {}
+    enums: dict[str, Any] = {}
+    required = []
+    for spec in sig.inputs:
+        prop = input_property(spec)
+        if "enum" in prop and prop.get("type") != "array":
+            enums[spec.name] = {
+                "title": spec.name,
+                "description": "An enumeration.",
+                "enum": prop.pop("enum"),
+                "type": prop.pop("type"),
+            }
+            prop = {"allOf": [{"$ref": f"#/components/schemas/{spec.name}"}], **prop}
+        prop["title"] = _title(spec.name)
+        if spec.info.description:
+            prop["description"] = spec.info.description
+        if spec.info.deprecated:
+            prop["deprecated"] = True
+        prop["x-order"] = spec.order
+        props[spec.name] = prop
+        if spec.required:
+            required.append(spec.name)
+    component: dict[str, Any] = {"title": "Input", "type": "object", "properties": props}
+    if required:
+        component["required"] = required
+    return component, enums
+
+
+def output_schema(output: OutputSpec) -> dict[str, Any]:
+    item = type_schema(output.type)
+    if output.iterator:
+        out: dict[str, Any] = {"type": "array", "items": item, "x-cog-array-type": "iterator"}
+        if output.iterator == "concatenate":
+            out["x-cog-array-display"] = "concatenate"
+    else:
+        out = item
+    return {"title": "Output", **out}
+
+
+def openapi_document(
+    predict: Signature, train: Signature | None = None, version: str = "0.1.0",
+    streaming: bool = False,
+) -> dict[str, Any]:
+    """The whole /openapi.json: paths, the envelope, and the model's Input/Output."""
+    schemas: dict[str, Any] = {}
+    inp, enums = input_schema(predict)
+    schemas.update(enums)
+    schemas["Input"] = inp
+    schemas["Output"] = output_schema(predict.output)
+    schemas.update(_ENVELOPE)
+    paths = copy.deepcopy(_PREDICTION_PATHS)
+    if streaming:  # what the reference server reads to allow Accept: text/event-stream
+        paths["/predictions"]["post"]["x-cog-streaming"] = True
+    if train is not None:
+        tinp, tenums = input_schema(train)
+        schemas.update({f"Training{k}": v for k, v in tenums.items()})
+        tinp["title"] = "TrainingInput"
+        for prop in tinp["properties"].values():
+            for ref in prop.get("allOf", []):
+                ref["$ref"] = ref["$ref"].replace("schemas/", "schemas/Training")
+        schemas["TrainingInput"] = tinp
+        schemas["TrainingOutput"] = {**output_schema(train.output), "title": "TrainingOutput"}
+        schemas.update(_training_envelope())
+        paths.update(_training_paths())
+    return {
+        "openapi": "3.0.2",
+        "info": {"title": "Cog", "version": version},
+        "paths": paths,
+        "components": {"schemas": dict(sorted(schemas.items()))},
+    }
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").title()
+
+
+def _ok(ref: str) -> dict[str, Any]:
+    return {
+        "200": {
+            "description": "Successful Response",
+            "content": {"application/json": {"schema": {"$ref": ref}}},
+        },
+        "422": {
+            "description": "Validation Error",
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}
+            },
+        },
+    }
+
+
+def _plain(title: str) -> dict[str, Any]:
+    return {
+        "200": {
+            "description": "Successful Response",
+            "content": {"application/json": {"schema": {"title": title}}},
+        }
+    }
+
+
+_PREFER = {"required": False, "schema": {"title": "Prefer", "type": "string"},
+           "name": "prefer", "in": "header"}
+
+
+def _id_param(name: str, title: str) -> dict[str, Any]:
+    return {"required": True, "schema": {"title": title, "type": "string"}, "name": name,
+            "in": "path"}
+
+
+_PREDICTION_PATHS: dict[str, Any] = {
+    "/": {"get": {"summary": "Root", "operationId": "root__get", "responses": _plain("Response Root  Get")}},
+    "/health-check": {"get": {"summary": "Healthcheck", "operationId": "healthcheck_health_check_get",
+                              "responses": _plain("Response Healthcheck Health Check Get")}},
+    "/predictions": {"post": {
+        "summary": "Predict", "description": "Run a single prediction on the model",
+        "operationId": "predict_predictions_post", "parameters": [_PREFER],
+        "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/PredictionRequest"}}}},
+        "responses": _ok("#/components/schemas/PredictionResponse")}},
+    "/predictions/{prediction_id}": {"put": {
+        "summary": "Predict Idempotent",
+        "description": "Run a single prediction on the model (idempotent creation).",
+        "operationId": "predict_idempotent_predictions__prediction_id__put",
+        "parameters": [_id_param("prediction_id", "Prediction ID"), _PREFER],
+        "requestBody": {"content": {"application/json": {"schema": {
+            "title": "Prediction Request", "allOf": [{"$ref": "#/components/schemas/PredictionRequest"}]}}},
+            "required": True},
+        "responses": _ok("#/components/schemas/PredictionResponse")}},
+    "/predictions/{prediction_id}/cancel": {"post": {
+        "summary": "Cancel", "description": "Cancel a running prediction",
+        "operationId": "cancel_predictions__prediction_id__cancel_post",
+        "parameters": [_id_param("prediction_id", "Prediction ID")],
+        "responses": {**_plain("Response Cancel Predictions  Prediction Id  Cancel Post"),
+                      "422": _ok("")["422"]}}},
+    "/shutdown": {"post": {"summary": "Start Shutdown", "operationId": "start_shutdown_shutdown_post",
+                           "responses": _plain("Response Start Shutdown Shutdown Post")}},
+}
+
+
+def _request(title: str, input_ref: str) -> dict[str, Any]:
+    return {"title": title, "type": "object", "properties": {
+        "id": {"title": "Id", "type": "string"},
+        "created_at": {"title": "Created At", "type": "string", "format": "date-time"},
+        "input": {"$ref": f"#/components/schemas/{input_ref}"},
+        "webhook": {"title": "Webhook", "maxLength": 65536, "minLength": 1, "type": "string",
+                    "format": "uri"},
+        "webhook_events_filter": {"type": "array",
+                                  "items": {"$ref": "#/components/schemas/WebhookEvent"},
+                                  "default": ["start", "output", "logs", "completed"]},
+        "output_file_prefix": {"title": "Output File Prefix", "type": "string"},
+    }}
+
+
+def _response(title: str, input_ref: str, output_ref: str) -> dict[str, Any]:
+    return {"title": title, "type": "object", "properties": {
+        "input": {"$ref": f"#/components/schemas/{input_ref}"},
+        "output": {"$ref": f"#/components/schemas/{output_ref}"},
+        "id": {"title": "Id", "type": "string"},
+        "version": {"title": "Version", "type": "string"},
+        "created_at": {"title": "Created At", "type": "string", "format": "date-time"},
+        "started_at": {"title": "Started At", "type": "string", "format": "date-time"},
+        "completed_at": {"title": "Completed At", "type": "string", "format": "date-time"},
+        "logs": {"title": "Logs", "type": "string", "default": ""},
+        "error": {"title": "Error", "type": "string"},
+        "status": {"$ref": "#/components/schemas/Status"},
+        "metrics": {"title": "Metrics", "type": "object"},
+    }}
+
+
+_ENVELOPE: dict[str, Any] = {
+    "PredictionRequest": _request("PredictionRequest", "Input"),
+    "PredictionResponse": _response("PredictionResponse", "Input", "Output"),
+    "Status": {"title": "Status", "description": "An enumeration.", "type": "string",
+               "enum": ["starting", "processing", "succeeded", "canceled", "failed"]},
+    "WebhookEvent": {"title": "WebhookEvent", "description": "An enumeration.", "type": "string",
+                     "enum": ["start", "output", "logs", "completed"]},
+    "ValidationError": {"title": "ValidationError", "required": ["loc", "msg", "type"],
+                        "type": "object", "properties": {
+                            "loc": {"title": "Location", "type": "array",
+                                    "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+                            "msg": {"title": "Message", "type": "string"},
+                            "type": {"title": "Error Type", "type": "string"}}},
+    "HTTPValidationError": {"title": "HTTPValidationError", "type": "object", "properties": {
+        "detail": {"title": "Detail", "type": "array",
+                   "items": {"$ref": "#/components/schemas/ValidationError"}}}},
+}
+
+
+def _training_envelope() -> dict[str, Any]:
+    return {
+        "TrainingRequest": _request("TrainingRequest", "TrainingInput"),
+        "TrainingResponse": _response("TrainingResponse", "TrainingInput", "TrainingOutput"),
+    }
+
+
+def _training_paths() -> dict[str, Any]:
+    return {
+        "/trainings": {"post": {
+            "summary": "Train", "operationId": "train_trainings_post", "parameters": [_PREFER],
+            "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/TrainingRequest"}}}},
+            "responses": _ok("#/components/schemas/TrainingResponse")}},
+        "/trainings/{training_id}": {"put": {
+            "summary": "Train Idempotent", "operationId": "train_idempotent_trainings__training_id__put",
+            "parameters": [_id_param("training_id", "Training ID"), _PREFER],
+            "requestBody": {"content": {"application/json": {"schema": {
+                "title": "Training Request", "allOf": [{"$ref": "#/components/schemas/TrainingRequest"}]}}},
+                "required": True},
+            "responses": _ok("#/components/schemas/TrainingResponse")}},
+        "/trainings/{training_id}/cancel": {"post": {
+            "summary": "Cancel Training", "operationId": "cancel_training_trainings__training_id__cancel_post",
+            "parameters": [_id_param("training_id", "Training ID")],
+            "responses": {**_plain("Response Cancel Training Trainings  Training Id  Cancel Post"),
+                          "422": _ok("")["422"]}}},
+    }

@@ -1,0 +1,76 @@
+"""The per-prediction scope a model reaches through `current_scope()` or `self.scope`.
+
+The worker binds a scope to each running prediction through a context variable, so
+with several async predictions in flight each one records into its own metrics.
+Outside a prediction the calls do nothing, as Cog documents.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from cogserve.metrics import apply_metric
+
+MetricSink = Callable[[str, Any, str], None]
+
+
+class _Metrics(MutableMapping[str, Any]):
+    """`scope.metrics[name] = v` / `del scope.metrics[name]` sugar over record_metric."""
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def __getitem__(self, name: str) -> Any:
+        node: Any = self._scope.values
+        for part in name.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise KeyError(name)
+            node = node[part]
+        return node
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._scope.record_metric(name, value, "replace")
+
+    def __delitem__(self, name: str) -> None:
+        self[name]  # noqa: B018 - raise KeyError for an absent metric, like a dict
+        self._scope.record_metric(name, None, "replace")
+
+    def __iter__(self) -> Any:
+        return iter(self._scope.values)
+
+    def __len__(self) -> int:
+        return len(self._scope.values)
+
+
+class Scope:
+    """Metrics of one prediction; `sink` forwards each recorded value to the parent."""
+
+    def __init__(self, sink: MetricSink | None = None) -> None:
+        self.values: dict[str, Any] = {}
+        self._sink = sink
+        self.metrics = _Metrics(self)
+
+    def record_metric(self, name: str, value: Any, mode: str = "replace") -> None:
+        if self._sink is None:
+            return
+        apply_metric(self.values, name, value, mode)
+        self._sink(name, value, mode)
+
+
+_NULL_SCOPE = Scope()
+_current: contextvars.ContextVar[Scope] = contextvars.ContextVar("cogserve_scope")
+
+
+def current_scope() -> Scope:
+    """The scope of the prediction running in this context (a no-op scope outside one)."""
+    return _current.get(_NULL_SCOPE)
+
+
+def bind_scope(scope: Scope) -> contextvars.Token[Scope]:
+    return _current.set(scope)
+
+
+def unbind_scope(token: contextvars.Token[Scope]) -> None:
+    _current.reset(token)

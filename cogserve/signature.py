@@ -1,0 +1,383 @@
+"""Read a run()/train() signature into typed input and output descriptions.
+
+This runs in the worker (which imports the model) and in `cogserve schema`; the parent
+only ever sees the OpenAPI document built from these descriptions. Every definition
+error names the file, the line and the parameter, because the author has to find it.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections.abc
+import dataclasses
+import enum
+import inspect
+import io
+import pathlib
+import re
+import textwrap
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from cogserve.exceptions import DefinitionError
+from cogserve.runner import MISSING, FieldInfo
+from cogserve.types import (
+    AsyncConcatenateIterator,
+    ConcatenateIterator,
+    File,
+    Opaque,
+    Path,
+    Secret,
+)
+from cogserve.types import BaseModel as CogBaseModel
+
+PRIMITIVES = {str: "str", int: "int", float: "float", bool: "bool"}
+FILE_KINDS = {"path", "file"}
+JSON_NATIVE = {"str", "int", "float", "bool", "any", "list"}
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    """One type in the model's signature, reduced to what serving needs to know."""
+
+    kind: str  # str int float bool path file secret any opaque list union literal object
+    item: TypeSpec | None = None  # list element
+    members: tuple[TypeSpec, ...] = ()  # union members (without None)
+    values: tuple[Any, ...] = ()  # literal values
+    fields: tuple[tuple[str, TypeSpec, bool], ...] = ()  # object fields: (name, type, required)
+    model: Any = None  # the output BaseModel class
+    optional: bool = False
+
+    def describe(self) -> str:
+        if self.kind == "list" and self.item is not None:
+            return f"list[{self.item.describe()}]"
+        if self.kind == "union":
+            return " | ".join(m.describe() for m in self.members)
+        if self.kind == "object" and self.model is not None:
+            return self.model.__name__
+        return self.kind
+
+
+@dataclass
+class InputSpec:
+    name: str
+    type: TypeSpec
+    info: FieldInfo
+    order: int
+
+    @property
+    def required(self) -> bool:
+        return self.info.default is MISSING and not self.type.optional
+
+
+@dataclass
+class OutputSpec:
+    type: TypeSpec
+    iterator: str | None = None  # None, "iterator" or "concatenate"
+    is_async_iterator: bool = False
+
+
+@dataclass
+class Signature:
+    inputs: list[InputSpec] = field(default_factory=list)
+    output: OutputSpec = field(default_factory=lambda: OutputSpec(TypeSpec("any")))
+
+    def input(self, name: str) -> InputSpec | None:
+        for spec in self.inputs:
+            if spec.name == name:
+                return spec
+        return None
+
+
+class _Where:
+    """Formats "FILE:LINE: ..." for definition errors of one function."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        code = getattr(fn, "__code__", None)
+        self.file = code.co_filename if code else "<unknown>"
+        self.line = code.co_firstlineno if code else 0
+        self._param_lines: dict[str, int] = {}
+        try:
+            lines, start = inspect.getsourcelines(fn)
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+            node = tree.body[0]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.line = start + node.lineno - 1
+                args = node.args
+                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                    self._param_lines[arg.arg] = start + arg.lineno - 1
+        except (OSError, TypeError, SyntaxError, IndexError):
+            pass
+
+    def error(self, message: str, param: str | None = None) -> DefinitionError:
+        line = self._param_lines.get(param, self.line) if param else self.line
+        where = f"{_short(self.file)}:{line}"
+        subject = f"{self.fn.__qualname__}()"
+        if param:
+            subject += f' parameter "{param}"'
+        return DefinitionError(f"{where}: {subject}: {message}")
+
+
+def _short(filename: str) -> str:
+    try:
+        return str(pathlib.Path(filename).relative_to(pathlib.Path.cwd()))
+    except ValueError:
+        return filename
+
+
+def read_signature(fn: Any, *, skip_self: bool = False) -> Signature:
+    """Describe the inputs and output of a bound method or function."""
+    where = _Where(fn)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # a NameError in an annotation, say
+        raise where.error(f"cannot resolve type annotations: {exc}") from exc
+    sig = inspect.signature(fn)
+    result = Signature()
+    order = 0
+    for name, param in sig.parameters.items():
+        if skip_self and name == "self":
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise where.error("*args and **kwargs cannot be inputs", name)
+        if name not in hints:
+            raise where.error("has no type annotation", name)
+        tspec = _input_type(hints[name], where, name)
+        default = param.default
+        info = default if isinstance(default, FieldInfo) else FieldInfo(
+            default=MISSING if default is inspect.Parameter.empty else default
+        )
+        if info.default is None and not tspec.optional:
+            tspec = dataclasses.replace(tspec, optional=True)
+        spec = InputSpec(name=name, type=tspec, info=info, order=order)
+        _check_input(spec, where)
+        result.inputs.append(spec)
+        order += 1
+    if "return" not in hints:
+        raise where.error("has no return type annotation (the output type is required)")
+    result.output = _output_type(hints["return"], where)
+    return result
+
+
+# ---------------------------------------------------------------- input types
+
+
+def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        base, *extras = typing.get_args(tp)
+        if any(e is Opaque or isinstance(e, Opaque) for e in extras):
+            return TypeSpec("opaque")
+        return _input_type(base, where, name)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        members = [a for a in args if a is not type(None)]
+        optional = len(members) != len(args)
+        specs = tuple(_input_type(m, where, name) for m in members)
+        if len(specs) == 1:
+            return dataclasses.replace(specs[0], optional=optional)
+        for s in specs:
+            if s.kind not in JSON_NATIVE or s.optional:
+                raise where.error(
+                    f"unsupported type {_name(tp)}: union members must be str, int, float, "
+                    "bool, dict or list (not Path, File, Secret or a model)",
+                    name,
+                )
+        return TypeSpec("union", members=specs, optional=optional)
+    if origin is typing.Literal:
+        values = typing.get_args(tp)
+        kinds = {type(v) for v in values}
+        if not kinds <= {str, int} or len(kinds) != 1:
+            raise where.error(f"unsupported type {_name(tp)}: Literal values must be all str "
+                              "or all int", name)
+        return TypeSpec("literal", values=tuple(values),
+                        item=TypeSpec("str" if str in kinds else "int"))
+    if origin in (list, collections.abc.Sequence, collections.abc.Iterable):
+        args = typing.get_args(tp)
+        item = _input_type(args[0], where, name) if args else TypeSpec("any")
+        if item.kind in ("list", "union") or item.optional:
+            raise where.error(f"unsupported type {_name(tp)}: list items must be a plain type",
+                              name)
+        return TypeSpec("list", item=item)
+    if tp is list:
+        return TypeSpec("list", item=TypeSpec("any"))
+    if origin is dict or tp is dict or tp is typing.Any:
+        return TypeSpec("any")
+    if tp in PRIMITIVES:
+        return TypeSpec(PRIMITIVES[tp])
+    if isinstance(tp, type):
+        if issubclass(tp, pathlib.Path) or tp is Path:
+            return TypeSpec("path")
+        if issubclass(tp, File) or tp is io.IOBase:
+            return TypeSpec("file")
+        if issubclass(tp, Secret):
+            return TypeSpec("secret")
+        if issubclass(tp, enum.Enum):
+            values = tuple(m.value for m in tp)
+            return TypeSpec("literal", values=values,
+                            item=TypeSpec("int" if all(isinstance(v, int) for v in values)
+                                          else "str"))
+    raise where.error(
+        f"unsupported input type {_name(tp)}; use str, int, float, bool, Path, File, Secret, "
+        "list[...], dict, Optional[...], a union of JSON types or Literal[...]",
+        name,
+    )
+
+
+def _check_input(spec: InputSpec, where: _Where) -> None:
+    info, t, name = spec.info, spec.type, spec.name
+    base = t.item if t.kind == "list" and t.item else t
+    numeric = base.kind in ("int", "float")
+    stringy = base.kind in ("str", "secret")
+    if (info.ge is not None or info.le is not None) and not numeric:
+        raise where.error(f"ge/le apply to int and float inputs, not {t.describe()}", name)
+    if (info.min_length is not None or info.max_length is not None or info.regex) and not (
+        stringy or t.kind == "list"
+    ):
+        raise where.error(f"min_length/max_length/regex apply to str inputs, not "
+                          f"{t.describe()}", name)
+    if info.regex is not None:
+        try:
+            re.compile(info.regex)
+        except re.error as exc:
+            raise where.error(f"regex {info.regex!r} does not compile: {exc}", name) from None
+    if info.choices is not None:
+        if base.kind not in ("str", "int") or t.kind == "list":
+            raise where.error(f"choices apply to str and int inputs, not {t.describe()}", name)
+        want = str if base.kind == "str" else int
+        bad = [c for c in info.choices if not isinstance(c, want) or isinstance(c, bool)]
+        if bad:
+            raise where.error(f"choice {bad[0]!r} is not a {base.kind}", name)
+    default = info.default
+    if default is MISSING or default is None:
+        return
+    problem = check_default(spec)
+    if problem:
+        raise where.error(f"default {default!r} {problem}", name)
+
+
+def check_default(spec: InputSpec) -> str | None:
+    """Why a default breaks its own declaration, or None."""
+    from cogserve.schema import input_property
+    from cogserve.validation import compile_property  # one rule set for defaults and requests
+
+    value = spec.info.default
+    if isinstance(value, Secret):
+        value = value.get_secret_value()
+    elif isinstance(value, pathlib.Path):
+        value = str(value)
+    elif isinstance(value, enum.Enum):
+        value = value.value
+    elif isinstance(value, tuple):
+        value = list(value)
+    check = compile_property(spec.name, input_property(spec, with_default=False), {})
+    errors: list[tuple[str, str]] = []
+    check(value, errors)
+    if errors:
+        return errors[0][1]
+    return None
+
+
+# ---------------------------------------------------------------- output types
+
+
+def _output_type(tp: Any, where: _Where) -> OutputSpec:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _output_type(typing.get_args(tp)[0], where)
+    args = typing.get_args(tp)
+    if tp in (ConcatenateIterator, AsyncConcatenateIterator) or origin in (
+        ConcatenateIterator,
+        AsyncConcatenateIterator,
+    ):
+        is_async = (origin or tp) is AsyncConcatenateIterator
+        item = _value_type(args[0], where) if args else TypeSpec("str")
+        if item.kind != "str":
+            raise where.error("ConcatenateIterator must yield str")
+        return OutputSpec(item, iterator="concatenate", is_async_iterator=is_async)
+    if origin in (
+        collections.abc.Iterator,
+        collections.abc.Generator,
+        collections.abc.Iterable,
+    ):
+        return OutputSpec(_value_type(args[0], where) if args else TypeSpec("any"), "iterator")
+    if origin in (
+        collections.abc.AsyncIterator,
+        collections.abc.AsyncGenerator,
+        collections.abc.AsyncIterable,
+    ):
+        item = _value_type(args[0], where) if args else TypeSpec("any")
+        return OutputSpec(item, "iterator", is_async_iterator=True)
+    if origin in (typing.Union, types.UnionType):
+        raise where.error(f"the return type {_name(tp)} is a union or Optional; return one "
+                          "type (use a BaseModel with optional fields)")
+    return OutputSpec(_value_type(tp, where))
+
+
+def _value_type(tp: Any, where: _Where) -> TypeSpec:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _value_type(typing.get_args(tp)[0], where)
+    if tp in PRIMITIVES:
+        return TypeSpec(PRIMITIVES[tp])
+    if tp is typing.Any or tp is dict or origin is dict:
+        return TypeSpec("any")
+    if tp is list or origin in (list, collections.abc.Sequence):
+        args = typing.get_args(tp)
+        return TypeSpec("list", item=_value_type(args[0], where) if args else TypeSpec("any"))
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        members = [a for a in args if a is not type(None)]
+        if len(members) == 1:
+            return dataclasses.replace(_value_type(members[0], where), optional=True)
+        specs = tuple(_value_type(m, where) for m in members)
+        return TypeSpec("union", members=specs, optional=len(members) != len(args))
+    if isinstance(tp, type):
+        if issubclass(tp, pathlib.Path):
+            return TypeSpec("path")
+        if issubclass(tp, File) or issubclass(tp, io.IOBase):
+            return TypeSpec("file")
+        if issubclass(tp, Secret):
+            return TypeSpec("secret")
+        if issubclass(tp, CogBaseModel) and dataclasses.is_dataclass(tp):
+            hints = typing.get_type_hints(tp)
+            fields = tuple(
+                (f.name, _value_type(hints[f.name], where),
+                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                 and not _is_optional(hints[f.name]))
+                for f in dataclasses.fields(tp)
+            )
+            return TypeSpec("object", fields=fields, model=tp)
+        if _is_pydantic_model(tp):
+            hints = typing.get_type_hints(tp)
+            fields = tuple(
+                (fname, _value_type(hints.get(fname, typing.Any), where),
+                 finfo.is_required() and not _is_optional(hints.get(fname)))
+                for fname, finfo in tp.model_fields.items()
+            )
+            return TypeSpec("object", fields=fields, model=tp)
+    raise where.error(
+        f"unsupported output type {_name(tp)}; use str, int, float, bool, Path, File, "
+        "list[...], dict, a BaseModel, or an Iterator of those"
+    )
+
+
+def _is_optional(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in (
+        typing.get_args(tp)
+    )
+
+
+def _is_pydantic_model(tp: type) -> bool:
+    return any(
+        c.__module__.startswith("pydantic") and c.__name__ == "BaseModel" for c in tp.__mro__
+    )
+
+
+def _name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")

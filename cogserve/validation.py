@@ -1,0 +1,252 @@
+"""Validate a request's `input` against the `Input` schema, in the parent, without the model.
+
+The schema is compiled once into a tree of small closures, so checking a request is a
+handful of Python calls per field rather than a walk over the schema dictionary.
+Messages follow the JSON Schema wording the reference server uses
+(`5 is not of type "string"`), and every failing field is reported at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+Errors = list[tuple[str, str]]
+Check = Callable[[Any, Errors], None]
+
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "array": lambda v: type(v) is list,
+    "object": lambda v: type(v) is dict,
+}
+
+
+def show(value: Any) -> str:
+    """Render a value as the JSON it came in as, shortened for long strings."""
+    text = orjson.dumps(value).decode() if _jsonable(value) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _resolve(prop: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """Inline `allOf: [{$ref}]` (how Cog writes enum inputs) into one flat schema."""
+    if "allOf" not in prop and "$ref" not in prop:
+        return prop
+    merged = {k: v for k, v in prop.items() if k not in ("allOf", "$ref")}
+    refs = prop.get("allOf", []) + ([{"$ref": prop["$ref"]}] if "$ref" in prop else [])
+    for ref in refs:
+        target = ref.get("$ref", "")
+        sub = components.get(target.rsplit("/", 1)[-1], {}) if target else ref
+        for k, v in _resolve(sub, components).items():
+            if k not in ("title", "description"):
+                merged.setdefault(k, v)
+    return merged
+
+
+def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]) -> Check:
+    """A check for one value; it appends (field, message) pairs to `errors`."""
+    prop = _resolve(prop, components)
+    checks: list[Check] = []
+
+    if "anyOf" in prop:
+        members = [compile_property(name, m, components) for m in prop["anyOf"]]
+
+        def any_of(value: Any, errors: Errors) -> None:
+            for member in members:
+                trial: Errors = []
+                member(value, trial)
+                if not trial:
+                    return
+            errors.append((name, f"{show(value)} is not valid under any of the schemas "
+                                 "listed in the 'anyOf' keyword"))
+
+        checks.append(any_of)
+
+    jtype = prop.get("type")
+    if jtype is not None:
+        test = _TYPE_TESTS[jtype]
+        message_type = f'is not of type "{jtype}"'
+
+        def type_check(value: Any, errors: Errors) -> bool:
+            if test(value):
+                return True
+            errors.append((name, f"{show(value)} {message_type}"))
+            return False
+    else:
+        type_check = None  # type: ignore[assignment]
+
+    if "enum" in prop:
+        allowed = list(prop["enum"])
+        allowed_set = {(type(v), v) for v in allowed}
+        shown = ",".join(show(v) for v in allowed)
+
+        def enum_check(value: Any, errors: Errors) -> None:
+            if (type(value), value) not in allowed_set:
+                errors.append((name, f"{show(value)} is not one of [{shown}]"))
+
+        checks.append(enum_check)
+    if "minimum" in prop:
+        lo = prop["minimum"]
+
+        def min_check(value: Any, errors: Errors) -> None:
+            if value < lo:
+                errors.append((name, f"{show(value)} is less than the minimum of {show(lo)}"))
+
+        checks.append(min_check)
+    if "maximum" in prop:
+        hi = prop["maximum"]
+
+        def max_check(value: Any, errors: Errors) -> None:
+            if value > hi:
+                errors.append(
+                    (name, f"{show(value)} is greater than the maximum of {show(hi)}")
+                )
+
+        checks.append(max_check)
+    for key, word, cmp in (
+        ("minLength", "is shorter than {} characters", lambda n, lim: n < lim),
+        ("maxLength", "is longer than {} characters", lambda n, lim: n > lim),
+        ("minItems", "has fewer than {} items", lambda n, lim: n < lim),
+        ("maxItems", "has more than {} items", lambda n, lim: n > lim),
+    ):
+        if key in prop:
+            checks.append(_length_check(name, prop[key], word, cmp, key))
+    if "pattern" in prop:
+        pattern = re.compile(prop["pattern"])
+        raw = prop["pattern"]
+
+        def pattern_check(value: Any, errors: Errors) -> None:
+            if not pattern.search(value):
+                errors.append((name, f"{show(value)} does not match {show(raw)}"))
+
+        checks.append(pattern_check)
+    if jtype == "array" and prop.get("items"):
+        item_check = compile_property(name, prop["items"], components)
+
+        def items_check(value: Any, errors: Errors) -> None:
+            for index, item in enumerate(value):
+                before = len(errors)
+                item_check(item, errors)
+                for i in range(before, len(errors)):
+                    errors[i] = (f"{name}.{index}", errors[i][1])
+
+        checks.append(items_check)
+    if jtype == "string" and prop.get("format") == "uri":
+        checks.append(_uri_check(name))
+
+    if type_check is None:
+        if not checks:
+            return _accept
+        if len(checks) == 1:
+            return checks[0]
+
+        def all_checks(value: Any, errors: Errors) -> None:
+            for check in checks:
+                check(value, errors)
+
+        return all_checks
+
+    if not checks:
+        return type_check  # type: ignore[return-value]
+
+    def typed(value: Any, errors: Errors) -> None:
+        if type_check(value, errors):
+            for check in checks:
+                check(value, errors)
+
+    return typed
+
+
+def _accept(value: Any, errors: Errors) -> None:
+    return None
+
+
+def _length_check(name: str, limit: int, word: str, cmp: Callable[[int, int], bool],
+                  key: str) -> Check:
+    def check(value: Any, errors: Errors) -> None:
+        if cmp(len(value), limit):
+            errors.append((name, f"{show(value)} {word.format(limit)}"))
+
+    return check
+
+
+_URL_SCHEMES = ("http://", "https://", "data:")
+
+
+def _uri_check(name: str) -> Check:
+    def check(value: str, errors: Errors) -> None:
+        if not value.startswith(_URL_SCHEMES):
+            errors.append(
+                (name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
+                       "data: URLs")
+            )
+
+    return check
+
+
+class InputValidator:
+    """Checks a request's `input` object against the `Input` component of a schema."""
+
+    def __init__(self, schema: dict[str, Any], component: str = "Input") -> None:
+        components = schema["components"]["schemas"]
+        spec = components[component]
+        self.properties: dict[str, dict[str, Any]] = spec.get("properties", {})
+        self.required: list[str] = list(spec.get("required", []))
+        self._checks = {
+            name: compile_property(name, prop, components)
+            for name, prop in self.properties.items()
+        }
+        self.secret_fields = frozenset(
+            name for name, prop in self.properties.items() if _is_secret(prop, components)
+        )
+        self.defaults = {
+            name: prop["default"] for name, prop in self.properties.items() if "default" in prop
+        }
+
+    def validate(self, value: Any) -> Errors:
+        """Every problem with `value`, as (field, message); empty when it is valid."""
+        if type(value) is not dict:
+            return [("", f"{show(value)} is not of type \"object\"")]
+        errors: Errors = []
+        checks = self._checks
+        for key, item in value.items():
+            check = checks.get(key)
+            if check is None:
+                errors.append(
+                    (key, f"Additional properties are not allowed ({key!r} was unexpected)")
+                )
+            else:
+                check(item, errors)
+        for key in self.required:
+            if key not in value:
+                errors.append((key, "Field required"))
+        if len(errors) > 1:
+            errors.sort(key=lambda e: e[0])
+        return errors
+
+    def redact(self, value: dict[str, Any]) -> dict[str, Any]:
+        """A copy of `value` fit to echo back: Secret inputs masked."""
+        if not self.secret_fields or not self.secret_fields.intersection(value):
+            return value
+        return {k: ("**********" if k in self.secret_fields else v) for k, v in value.items()}
+
+
+def _is_secret(prop: dict[str, Any], components: dict[str, Any]) -> bool:
+    prop = _resolve(prop, components)
+    if prop.get("x-cog-secret"):
+        return True
+    items = prop.get("items")
+    return isinstance(items, dict) and bool(items.get("x-cog-secret"))

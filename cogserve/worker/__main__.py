@@ -1,0 +1,3 @@
+from cogserve.worker.main import main
+
+main()

@@ -1,0 +1,168 @@
+"""Capture everything user code writes and attribute it to the right prediction.
+
+Python-level writes (`print`, `logging`) go through replaced `sys.stdout`/`sys.stderr`
+objects that look up the current prediction in a context variable, so with several
+async predictions in flight each gets only its own lines. Writes that bypass Python
+(C extensions, child processes) land on fd 1/2, which are pipes read by two threads;
+those lines go to the single running prediction if there is exactly one, otherwise to
+the worker's own log (setup logs during setup).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextvars
+import io
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+LogSink = Callable[[str, str], None]
+
+_target: contextvars.ContextVar[Any] = contextvars.ContextVar("cogserve_log_target")
+
+
+class LineBuffer:
+    """Collects writes of one source and emits whole lines (the rest on flush)."""
+
+    __slots__ = ("_emit", "_parts", "_source")
+
+    def __init__(self, source: str, emit: LogSink) -> None:
+        self._source = source
+        self._emit = emit
+        self._parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        if "\n" not in text:
+            self._parts.append(text)
+            return
+        head, _, tail = text.rpartition("\n")
+        self._parts.append(head + "\n")
+        data = "".join(self._parts)
+        self._parts = [tail] if tail else []
+        self._emit(self._source, data)
+
+    def flush(self) -> None:
+        if self._parts:
+            data = "".join(self._parts)
+            self._parts = []
+            self._emit(self._source, data)
+
+
+class LogTarget:
+    """Where one prediction's (or setup's) output goes: a line buffer per source."""
+
+    def __init__(self, emit: LogSink) -> None:
+        self.lock = threading.Lock()
+        self.stdout = LineBuffer("stdout", emit)
+        self.stderr = LineBuffer("stderr", emit)
+
+    def write(self, source: str, text: str) -> None:
+        with self.lock:
+            (self.stdout if source == "stdout" else self.stderr).write(text)
+
+    def flush(self) -> None:
+        with self.lock:
+            self.stdout.flush()
+            self.stderr.flush()
+
+
+class Router:
+    """Decides the LogTarget for a write; owns the fallback (worker-level) target."""
+
+    def __init__(self, fallback: LogTarget) -> None:
+        self.fallback = fallback
+        self.active: dict[str, LogTarget] = {}
+        self._lock = threading.Lock()
+
+    def bind(self, key: str, target: LogTarget) -> contextvars.Token[Any]:
+        with self._lock:
+            self.active[key] = target
+        return _target.set(target)
+
+    def unbind(self, key: str, token: contextvars.Token[Any] | None) -> None:
+        with self._lock:
+            self.active.pop(key, None)
+        if token is not None:
+            try:
+                _target.reset(token)
+            except ValueError:  # reset from another context: harmless
+                pass
+
+    def current(self) -> LogTarget:
+        target = _target.get(None)
+        if target is not None:
+            return target
+        return self.unattributed()
+
+    def unattributed(self) -> LogTarget:
+        """For writes with no context: the only running prediction, else the fallback."""
+        active = self.active
+        if len(active) == 1:
+            try:
+                return next(iter(active.values()))
+            except (StopIteration, RuntimeError):
+                pass
+        return self.fallback
+
+
+class RoutedStream(io.TextIOBase):
+    """Stands in for sys.stdout / sys.stderr."""
+
+    def __init__(self, source: str, router: Router) -> None:
+        self._source = source
+        self._router = router
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if text:
+            self._router.current().write(self._source, text)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+    def fileno(self) -> int:
+        return 1 if self._source == "stdout" else 2
+
+
+def capture_output(router: Router) -> None:
+    """Point fd 1/2 at pipes drained by threads, and replace sys.stdout/sys.stderr."""
+    for fd, source in ((1, "stdout"), (2, "stderr")):
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        thread = threading.Thread(
+            target=_drain, args=(read_end, source, router), name=f"cogserve-{source}",
+            daemon=True,
+        )
+        thread.start()
+    sys.stdout = RoutedStream("stdout", router)
+    sys.stderr = RoutedStream("stderr", router)
+
+
+def _drain(fd: int, source: str, router: Router) -> None:
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        text = utf8.decode(chunk)
+        if text:
+            router.unattributed().write(source, text)

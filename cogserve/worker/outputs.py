@@ -1,0 +1,162 @@
+"""Turn what run() returns (or yields) into JSON, checking it against the declared type.
+
+Files are not read here: each becomes a marker `{"__cogserve_file__": path}` that the
+parent replaces with a data URL or an upload URL. A value that does not match the
+return annotation fails the prediction with a message naming where it went wrong,
+instead of sending the client something the schema does not promise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import pathlib
+import shutil
+from typing import Any
+
+from cogserve.signature import TypeSpec
+
+FILE_KEY = "__cogserve_file__"
+SPILL_PREFIX = "cogserve-out-"
+
+
+class OutputTypeError(TypeError):
+    pass
+
+
+def encode_output(value: Any, t: TypeSpec, output_dir: str) -> dict[str, Any]:
+    """The `output` part of an IPC message; `files` tells the parent to look for markers."""
+    found: list[str] = []
+    encoded = encode(value, t, output_dir, "output", found)
+    if found:
+        return {"output": encoded, "files": True}
+    return {"output": encoded}
+
+
+def encode(value: Any, t: TypeSpec, output_dir: str, where: str = "output",
+           found: list[str] | None = None) -> Any:
+    if found is None:
+        found = []
+    kind = t.kind
+    if value is None:
+        if t.optional or kind in ("any", "opaque"):
+            return None
+        raise OutputTypeError(f"{where}: expected {t.describe()}, got None")
+    if kind == "str":
+        if type(value) is str:
+            return value
+        if isinstance(value, str):
+            return str(value)
+    elif kind == "int":
+        if type(value) is int:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int(value)
+        if _numpy_scalar(value, "i"):
+            return int(value)
+    elif kind == "float":
+        if type(value) is float:
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if _numpy_scalar(value, "fi"):
+            return float(value)
+    elif kind == "bool":
+        if isinstance(value, bool):
+            return value
+    elif kind in ("path", "file"):
+        if isinstance(value, str | os.PathLike):
+            path = pathlib.Path(value)
+            if not path.is_file():
+                raise OutputTypeError(f"{where}: file {str(path)!r} does not exist")
+            found.append(str(path))
+            return {FILE_KEY: str(path.resolve())}
+        if isinstance(value, io.IOBase) or hasattr(value, "read"):
+            found.append("file")
+            return {FILE_KEY: _spill(value, output_dir)}
+    elif kind == "secret":
+        return str(value)
+    elif kind == "list":
+        if isinstance(value, list | tuple):
+            item = t.item or TypeSpec("any")
+            return [encode(v, item, output_dir, f"{where}[{i}]", found)
+                    for i, v in enumerate(value)]
+    elif kind == "object":
+        return _encode_object(value, t, output_dir, where, found)
+    elif kind == "union":
+        for member in t.members:
+            try:
+                return encode(value, member, output_dir, where, found)
+            except OutputTypeError:
+                continue
+    elif kind in ("any", "opaque", "literal"):
+        return _jsonable(value, output_dir, where, found)
+    raise OutputTypeError(
+        f"{where}: expected {t.describe()}, got {type(value).__name__} ({_short(value)})"
+    )
+
+
+def _encode_object(value: Any, t: TypeSpec, output_dir: str, where: str,
+                   found: list[str]) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        data = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    elif hasattr(value, "model_dump"):
+        data = {name: getattr(value, name) for name in type(value).model_fields}
+    elif isinstance(value, dict):
+        data = value
+    else:
+        raise OutputTypeError(
+            f"{where}: expected {t.describe()}, got {type(value).__name__} ({_short(value)})"
+        )
+    out = {}
+    for name, ft, _required in t.fields:
+        out[name] = encode(data.get(name), ft, output_dir, f"{where}.{name}", found)
+    return out
+
+
+def _jsonable(value: Any, output_dir: str, where: str, found: list[str]) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, output_dir, f"{where}.{k}", found)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v, output_dir, f"{where}[{i}]", found) for i, v in enumerate(value)]
+    if isinstance(value, pathlib.Path):
+        found.append(str(value))
+        return {FILE_KEY: str(value.resolve())}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value), output_dir, where, found)
+    if hasattr(value, "model_dump"):
+        return _jsonable(value.model_dump(), output_dir, where, found)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise OutputTypeError(f"{where}: {type(value).__name__} is not JSON-serialisable")
+
+
+def _spill(handle: Any, output_dir: str) -> str:
+    """Write a file-like output to its own folder; the parent removes both once sent."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=output_dir or None)
+    name = pathlib.Path(str(getattr(handle, "name", "") or "output")).name or "output"
+    target = pathlib.Path(folder) / name
+    with open(target, "wb") as out:
+        if hasattr(handle, "seek"):
+            try:
+                handle.seek(0)
+            except (OSError, io.UnsupportedOperation):
+                pass
+        shutil.copyfileobj(handle, out)
+    return str(target)
+
+
+def _numpy_scalar(value: Any, kinds: str) -> bool:
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and getattr(value, "shape", None) == () and dtype.kind in kinds
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

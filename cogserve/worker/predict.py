@@ -1,0 +1,257 @@
+"""Run one prediction inside the worker: inputs in, events out, cancel honoured.
+
+A sync run() executes on the main thread so that a cancel can interrupt it with a
+signal (SIGUSR1 -> CancelationException), even inside `time.sleep` or a busy loop.
+An async run() is a task on the worker's event loop; cancel is `task.cancel()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import pathlib
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from cogserve.exceptions import CancelationException
+from cogserve.loader import LoadedModel
+from cogserve.scope import Scope, bind_scope, unbind_scope
+from cogserve.worker import inputs, outputs
+from cogserve.worker.logs import LogTarget, Router
+
+Send = Callable[[dict[str, Any]], None]
+
+
+class Job:
+    """One prediction's state in the worker."""
+
+    def __init__(self, message: dict[str, Any], send: Send, router: Router) -> None:
+        self.id: str = message["id"]
+        self.message = message
+        self._send = send
+        self.router = router
+        self.cancel_requested = False
+        self.in_user_code = False
+        self.cancel_raised = False
+        self.task: asyncio.Task[Any] | None = None
+        self.logs = LogTarget(self._log)
+        self.scope = Scope(self._metric)
+        self.tmpdir = pathlib.Path(tempfile.mkdtemp(prefix="cogserve-in-"))
+        self.output_dir = message.get("output_dir") or ""
+        self.opened: list[Any] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        message["id"] = self.id
+        self._send(message)
+
+    def _log(self, source: str, data: str) -> None:
+        self.send({"t": "log", "source": source, "data": data})
+
+    def _metric(self, name: str, value: Any, mode: str) -> None:
+        self.send({"t": "metric", "name": name, "value": value, "mode": mode})
+
+    def raw_input(self) -> dict[str, Any]:
+        spill = self.message.get("input_file")
+        if spill:
+            try:
+                with open(spill, "rb") as fh:
+                    return orjson.loads(fh.read())
+            finally:
+                try:
+                    os.unlink(spill)
+                except OSError:
+                    pass
+        return self.message.get("input") or {}
+
+    def cleanup(self) -> None:
+        for handle in self.opened:
+            try:
+                handle.close()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def fail(self, exc: BaseException) -> None:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.logs.write("stderr", text)
+        self.logs.flush()
+        message = str(exc) or type(exc).__name__
+        self.send({"t": "failed", "error": message})
+
+
+# ---------------------------------------------------------------- sync runs
+
+_current_sync: Job | None = None
+
+
+def _on_cancel_signal(signum: int, frame: Any) -> None:
+    job = _current_sync
+    if job is not None and job.cancel_requested and job.in_user_code and not job.cancel_raised:
+        job.cancel_raised = True
+        raise CancelationException()
+
+
+def install_cancel_handler() -> None:
+    signal.signal(signal.SIGUSR1, _on_cancel_signal)
+
+
+def cancel_sync(prediction_id: str) -> None:
+    """Called from the control thread: interrupt the main thread's run() if it is ours."""
+    job = _current_sync
+    if job is None or job.id != prediction_id:
+        return
+    job.cancel_requested = True
+    if job.in_user_code:
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+
+def _enter_user(job: Job) -> None:
+    job.in_user_code = True
+    if job.cancel_requested and not job.cancel_raised:
+        job.cancel_raised = True
+        raise CancelationException()
+
+
+def run_sync(model: LoadedModel, job: Job) -> None:
+    global _current_sync
+    _current_sync = job
+    token = job.router.bind(job.id, job.logs)
+    scope_token = bind_scope(job.scope)
+    started = time.perf_counter()
+    spec = model.signature.output
+    try:
+        kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened)
+        _enter_user(job)
+        result = model.run(**kwargs)
+        if spec.iterator:
+            iterator = iter(result)
+            while True:
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    break
+                job.in_user_code = False
+                job.logs.flush()
+                job.send({"t": "output", **outputs.encode_output(item, spec.type, job.output_dir)})
+                try:
+                    _enter_user(job)
+                except CancelationException as exc:
+                    _throw(iterator, exc)
+                    raise
+            final: dict[str, Any] = {"output": None}
+        else:
+            job.in_user_code = False
+            final = outputs.encode_output(result, spec.type, job.output_dir)
+        job.in_user_code = False
+        job.logs.flush()
+        job.send({"t": "done", **final, "predict_time": time.perf_counter() - started})
+    except CancelationException:
+        job.in_user_code = False
+        job.logs.flush()
+        job.send({"t": "cancelled"})
+    except BaseException as exc:  # noqa: BLE001 - the model's failure is the prediction's
+        job.in_user_code = False
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            job.fail(RuntimeError(f"run() raised {type(exc).__name__}"))
+        else:
+            job.fail(exc)
+    finally:
+        job.in_user_code = False
+        _current_sync = None
+        unbind_scope(scope_token)
+        job.router.unbind(job.id, token)
+        job.cleanup()
+
+
+def _throw(iterator: Any, exc: BaseException) -> None:
+    """Give a generator the chance to clean up on cancel, as Cog does."""
+    throw = getattr(iterator, "throw", None)
+    if throw is None:
+        return
+    try:
+        throw(exc)
+    except BaseException:  # noqa: BLE001 - the cancel is re-raised by the caller
+        pass
+
+
+# ---------------------------------------------------------------- async runs
+
+
+async def run_async(model: LoadedModel, job: Job) -> None:
+    loop = asyncio.get_running_loop()
+    token = job.router.bind(job.id, job.logs)
+    scope_token = bind_scope(job.scope)
+    started = time.perf_counter()
+    spec = model.signature.output
+    try:
+        raw = job.raw_input()
+        if _has_files(model):
+            kwargs = await loop.run_in_executor(
+                None, inputs.prepare, model.signature, raw, job.tmpdir, job.opened
+            )
+        else:
+            kwargs = inputs.prepare(model.signature, raw, job.tmpdir, job.opened)
+        result = model.run(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        final: dict[str, Any] = {"output": None}
+        if spec.iterator:
+            if hasattr(result, "__aiter__"):
+                async for item in result:
+                    job.logs.flush()
+                    job.send({"t": "output",
+                              **outputs.encode_output(item, spec.type, job.output_dir)})
+            else:
+                for item in result:
+                    job.logs.flush()
+                    job.send({"t": "output",
+                              **outputs.encode_output(item, spec.type, job.output_dir)})
+                    await asyncio.sleep(0)
+        else:
+            final = outputs.encode_output(result, spec.type, job.output_dir)
+        job.logs.flush()
+        job.send({"t": "done", **final, "predict_time": time.perf_counter() - started})
+    except (asyncio.CancelledError, CancelationException):
+        job.logs.flush()
+        job.send({"t": "cancelled"})
+    except BaseException as exc:  # noqa: BLE001
+        job.fail(exc)
+    finally:
+        unbind_scope(scope_token)
+        job.router.unbind(job.id, token)
+        job.cleanup()
+
+
+def _has_files(model: LoadedModel) -> bool:
+    for spec in model.signature.inputs:
+        t = spec.type.item if spec.type.kind == "list" and spec.type.item else spec.type
+        if t.kind in ("path", "file"):
+            return True
+    return False
+
+
+def run_healthcheck(model: LoadedModel) -> tuple[str, str | None]:
+    """Run a sync user healthcheck (in the calling thread)."""
+    try:
+        result = model.healthcheck()
+        if inspect.isawaitable(result):
+            result = asyncio.run(_await(result))
+    except Exception as exc:  # noqa: BLE001
+        return "unhealthy", f"user healthcheck raised {type(exc).__name__}: {exc}"
+    if result is False:
+        return "unhealthy", "user healthcheck returned False"
+    return "healthy", None
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+

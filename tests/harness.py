@@ -1,0 +1,118 @@
+"""Start the real `cogserve serve` as a process and talk HTTP to it.
+
+Every process a test starts is ended by its pid, on success and on failure.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import httpx
+
+MODELS = pathlib.Path(__file__).parent / "models"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running `cogserve serve` for one model folder."""
+
+    def __init__(self, model: str | pathlib.Path, *args: str, env: dict[str, str] | None = None,
+                 wait: str | None = "READY", timeout: float = 30.0) -> None:
+        self.directory = pathlib.Path(model) if os.path.isabs(str(model)) else MODELS / model
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="cogserve-test-", suffix=".log",
+                                               delete=False)
+        full_env = dict(os.environ)
+        full_env.setdefault("LOG_FORMAT", "console")
+        full_env.update(env or {})
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cogserve.cli", "serve", str(self.directory),
+             "--host", "127.0.0.1", "--port", str(self.port), *args],
+            stdout=self.log, stderr=subprocess.STDOUT, env=full_env,
+            start_new_session=True,
+        )
+        self.client = httpx.Client(base_url=self.url, timeout=60.0)
+        if wait:
+            self.wait_for(wait, timeout)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def output(self) -> str:
+        return pathlib.Path(self.log.name).read_text(errors="replace")
+
+    def health(self) -> dict[str, Any]:
+        return self.client.get("/health-check").json()
+
+    def wait_for(self, *statuses: str, timeout: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"server exited ({self.process.returncode}):\n"
+                                     f"{self.output()}")
+            try:
+                last = self.health()
+                if last["status"] in statuses:
+                    return last
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"never reached {statuses}; last health {last}\n{self.output()}")
+
+    def worker_pids(self) -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(self.pid)], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+
+    def predict(self, **inputs: Any) -> httpx.Response:
+        return self.client.post("/predictions", json={"input": inputs})
+
+    def stop(self) -> None:
+        self.client.close()
+        children = self.worker_pids() if self.process.poll() is None else []
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.log.close()
+        os.unlink(self.log.name)
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def write_model(tmp: pathlib.Path, source: str, cog_yaml: str = 'run: "run.py:Runner"\n',
+                name: str = "run.py") -> pathlib.Path:
+    """A throwaway model folder for one test."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "cog.yaml").write_text(cog_yaml)
+    (tmp / name).write_text(source)
+    return tmp

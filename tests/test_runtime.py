@@ -1,0 +1,271 @@
+"""The runtime end to end: a real `cogserve serve` process, real HTTP, real signals."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+from harness import MODELS
+
+
+def test_sync_prediction_envelope_and_logs(serve):
+    server = serve("sleepy")
+    r = server.predict(text="abc")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "succeeded"
+    assert body["output"] == "ABC"
+    assert body["input"] == {"text": "abc"}
+    assert body["error"] is None
+    assert "start abc\n" in body["logs"]
+    assert "to stderr abc\n" in body["logs"]
+    assert "from-child abc\n" in body["logs"]  # a child process writing to fd 1
+    assert body["metrics"]["predict_time"] > 0
+    for key in ("created_at", "started_at", "completed_at"):
+        assert body[key].endswith("+00:00")
+    assert len(body["id"]) == 26
+    health = server.health()
+    assert health["status"] == "READY"
+    assert health["setup"]["status"] == "succeeded"
+    assert "setting up sleepy" in health["setup"]["logs"]
+
+
+def test_failing_run_gives_200_failed_with_traceback_and_keeps_serving(serve):
+    server = serve("sleepy")
+    body = server.predict(text="x", fail=True).json()
+    assert body["status"] == "failed"
+    assert body["error"] == "boom x"
+    assert "Traceback" in body["logs"] and "ValueError: boom x" in body["logs"]
+    assert server.predict(text="y").json()["output"] == "Y"
+
+
+def test_validation_errors_are_422_all_at_once_and_take_no_slot(serve):
+    server = serve("sleepy")
+    r = server.client.post("/predictions", json={"input": {"sleep": -1, "crash": "nope",
+                                                           "bogus": 1, "text": None}})
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    by_field = {d["loc"][-1]: d["msg"] for d in detail}
+    assert by_field["sleep"] == "-1 is less than the minimum of 0"
+    assert by_field["crash"] == '"nope" is not one of ["","segfault","exit","kill"]'
+    assert "bogus" in by_field["bogus"]
+    assert by_field["text"] == 'null is not of type "string"'
+    assert server.predict(text="ok").status_code == 200
+
+
+def test_malformed_bodies(serve):
+    server = serve("sleepy")
+    r = server.client.post("/predictions", content=b'{"input":')
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
+    r = server.client.post("/predictions", content=b"[1,2]")
+    assert r.status_code == 422
+    r = server.client.get("/nowhere")
+    assert r.status_code == 404 and r.json() == {"error": "Not Found"}
+    r = server.client.get("/predictions")
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    r = server.client.delete("/predictions/abc")
+    assert r.status_code == 405
+
+
+def test_body_over_limit_is_413(serve):
+    server = serve("sleepy", "--max-body-bytes", "1000")
+    r = server.client.post("/predictions", json={"input": {"text": "x" * 2000}})
+    assert r.status_code == 413
+    assert "limit" in r.json()["error"]
+    assert server.predict(text="small").status_code == 200
+
+
+def test_sequential_client_never_sees_409(serve):
+    server = serve("sleepy")
+    codes = [server.predict(text=str(i)).status_code for i in range(200)]
+    assert codes == [200] * 200
+
+
+def test_busy_slot_gives_409_at_once(serve):
+    server = serve("sleepy")
+    results = {}
+
+    def slow():
+        results["slow"] = server.client.post("/predictions", json={"input": {"sleep": 1.0}})
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    server.wait_for("BUSY", timeout=10)
+    r = httpx.post(server.url + "/predictions", json={"input": {}}, timeout=5)
+    assert r.status_code == 409
+    assert r.json()["error"] == "At capacity - all prediction slots busy"
+    thread.join()
+    assert results["slow"].json()["status"] == "succeeded"
+    assert server.health()["status"] == "READY"
+
+
+def test_four_slots_run_concurrently_with_their_own_logs(serve):
+    server = serve("async_slots")
+    results = {}
+
+    def call(i):
+        results[i] = httpx.post(server.url + "/predictions",
+                                json={"input": {"text": f"p{i}", "sleep": 0.5}}, timeout=30)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        body = results[i].json()
+        assert body["status"] == "succeeded", body
+        assert body["logs"] == f"begin p{i}\nfinish p{i}\n"
+    # a fifth concurrent one would be refused
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = sorted(results[i].status_code for i in range(4, 9))
+    assert codes == [200, 200, 200, 200, 409]
+
+
+@pytest.mark.parametrize("crash,signame", [("segfault", "SIGSEGV"), ("exit", "status 3"),
+                                           ("kill", "SIGKILL")])
+def test_worker_death_fails_prediction_and_turns_defunct(serve, crash, signame):
+    server = serve("sleepy")
+    body = server.predict(crash=crash).json()
+    assert body["status"] == "failed"
+    assert signame in body["error"]
+    health = server.wait_for("DEFUNCT")
+    assert health["status"] == "DEFUNCT"
+    r = server.predict()
+    assert r.status_code == 503
+    assert "defunct" in r.json()["error"]
+    assert server.client.get("/health-check").status_code == 200
+
+
+def test_worker_sigkill_from_outside_mid_prediction(serve):
+    server = serve("sleepy")
+    results = {}
+    thread = threading.Thread(target=lambda: results.setdefault(
+        "r", server.client.post("/predictions", json={"input": {"sleep": 30}})))
+    thread.start()
+    server.wait_for("BUSY")
+    [worker] = server.worker_pids()
+    os.kill(worker, signal.SIGKILL)
+    thread.join(timeout=20)
+    body = results["r"].json()
+    assert body["status"] == "failed"
+    assert "SIGKILL" in body["error"]
+    assert server.wait_for("DEFUNCT")["status"] == "DEFUNCT"
+
+
+def test_setup_failure(serve):
+    server = serve("setup_fails", wait="SETUP_FAILED")
+    health = server.health()
+    assert health["setup"]["status"] == "failed"
+    assert "about to fail" in health["setup"]["logs"]
+    assert "RuntimeError: setup exploded" in health["setup"]["logs"]
+    r = server.predict()
+    assert r.status_code == 503
+
+
+def test_setup_timeout(serve):
+    server = serve("slow_setup", env={"COG_SETUP_TIMEOUT": "1"}, wait="SETUP_FAILED")
+    health = server.health()
+    assert "did not finish within 1 seconds" in health["setup"]["logs"]
+    assert "slow setup begins" in health["setup"]["logs"]
+
+
+def test_starting_returns_503(serve):
+    server = serve("slow_setup", wait="STARTING")
+    r = server.predict()
+    assert r.status_code == 503
+    assert r.json()["error"].startswith("Setup has not finished yet")
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("false", "user healthcheck returned False"),
+    ("raise", "health probe broke"),
+    ("hang", "timed out"),
+])
+def test_user_healthcheck_unhealthy(serve, tmp_path, mode, expected):
+    model = tmp_path / "m"
+    shutil.copytree(MODELS / "unhealthy", model)
+    server = serve(model, env={"COGSERVE_HEALTHCHECK_TIMEOUT": "1"})
+    (model / "mode").write_text(mode)
+    health = server.health()
+    assert health["status"] == "UNHEALTHY"
+    assert expected in health["user_healthcheck_error"]
+    assert server.predict().json()["output"] == "ok"
+    (model / "mode").write_text("ok")
+    assert server.health()["status"] == "READY"
+
+
+def test_put_is_idempotent(serve):
+    server = serve("sleepy")
+    first = {}
+    thread = threading.Thread(target=lambda: first.setdefault("r", server.client.put(
+        "/predictions/same-id", json={"input": {"text": "one", "sleep": 1}})))
+    thread.start()
+    server.wait_for("BUSY")
+    again = httpx.put(server.url + "/predictions/same-id",
+                      json={"input": {"text": "two"}}, timeout=30)
+    thread.join()
+    assert first["r"].json()["output"] == "ONE"
+    assert again.status_code == 200
+    assert again.json()["id"] == "same-id"
+    assert again.json()["output"] == "ONE"  # the retry saw the same prediction
+    mismatch = server.client.put("/predictions/a", json={"id": "b", "input": {}})
+    assert mismatch.status_code == 422
+    assert mismatch.json()["detail"][0]["loc"] == ["body", "id"]
+
+
+def test_client_disconnect_cancels_sync_prediction(serve):
+    server = serve("sleepy")
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    body = b'{"input":{"text":"gone","sleep":30}}'
+    sock.sendall(b"POST /predictions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    server.wait_for("BUSY")
+    sock.close()
+    server.wait_for("READY", timeout=10)
+    assert server.predict(text="next").json()["output"] == "NEXT"
+
+
+def test_sigterm_finishes_in_flight_work_then_exits_zero(serve):
+    server = serve("sleepy")
+    results = {}
+    thread = threading.Thread(target=lambda: results.setdefault(
+        "r", server.client.post("/predictions", json={"input": {"text": "t", "sleep": 1}})))
+    thread.start()
+    server.wait_for("BUSY")
+    os.kill(server.pid, signal.SIGTERM)
+    thread.join()
+    assert results["r"].json()["output"] == "T"
+    assert server.process.wait(timeout=15) == 0
+
+
+def test_await_explicit_shutdown_ignores_sigterm(serve):
+    server = serve("sleepy", "--await-explicit-shutdown")
+    os.kill(server.pid, signal.SIGTERM)
+    time.sleep(0.5)
+    assert server.predict(text="still").json()["output"] == "STILL"
+    assert server.client.post("/shutdown").status_code == 200
+    assert server.process.wait(timeout=15) == 0
+    assert server.worker_pids() == []
+
+
+def test_discovery_and_openapi(serve):
+    server = serve("sleepy")
+    root = server.client.get("/").json()
+    assert root["predictions_url"] == "/predictions"
+    assert "trainings_url" not in root
+    doc = server.client.get("/openapi.json").json()
+    props = doc["components"]["schemas"]["Input"]["properties"]
+    assert list(props) == ["text", "sleep", "busy", "fail", "crash", "swallow"]
+    assert "PredictionResponse" in doc["components"]["schemas"]
+    assert "/predictions/{prediction_id}" in doc["paths"]
