@@ -160,23 +160,35 @@ class CogRoutes:
 
 
 async def _wait_or_disconnect(prediction: Prediction, receive: Any) -> bool:
-    """Wait for the prediction; False if the client went away first."""
+    """Wait for the prediction; False if the client went away first.
+
+    A task listens for `http.disconnect` while we wait; done-callbacks on one future
+    rather than `asyncio.wait` keep this cheap on the hot path.
+    """
     done = prediction.done
     if done.done():
         return True
-    disconnect = asyncio.ensure_future(receive())
+    outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    def finished(_: Any) -> None:
+        if not outcome.done():
+            outcome.set_result(True)
+
+    def on_message(task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or task.exception() is not None or outcome.done():
+            return
+        if task.result().get("type") == "http.disconnect":
+            outcome.set_result(False)
+
+    done.add_done_callback(finished)
+    listener = asyncio.ensure_future(receive())
+    listener.add_done_callback(on_message)
     try:
-        while True:
-            await asyncio.wait((done, disconnect), return_when=asyncio.FIRST_COMPLETED)
-            if done.done():
-                return True
-            message = disconnect.result()
-            if message["type"] == "http.disconnect":
-                return False
-            disconnect = asyncio.ensure_future(receive())
+        return await outcome
     finally:
-        if not disconnect.done():
-            disconnect.cancel()
+        done.remove_done_callback(finished)
+        if not listener.done():
+            listener.cancel()
 
 
 def _webhook_fields(body: dict[str, Any], errors: list[tuple[str, str]]

@@ -7,6 +7,7 @@ file handles and floats, and defaults fill what the client left out.
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,9 +26,13 @@ def _downloads() -> ThreadPoolExecutor:
     return _pool
 
 
-def prepare(sig: Signature, raw: dict[str, Any], tmpdir: pathlib.Path,
+def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Path],
             opened: list[Any]) -> dict[str, Any]:
-    """Build run()'s keyword arguments; file inputs are fetched in parallel into tmpdir."""
+    """Build run()'s keyword arguments; file inputs are fetched in parallel into tmpdir().
+
+    `tmpdir` is a callable so the folder is only created when a file is fetched: most
+    predictions have no file input, and mkdtemp + rmtree would dominate a no-op run.
+    """
     kwargs: dict[str, Any] = {}
     jobs: list[tuple[str, int | None, Any]] = []
     for spec in sig.inputs:
@@ -41,8 +46,9 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: pathlib.Path,
                 continue
         kwargs[spec.name] = _convert(spec, spec.type, value, jobs)
     if jobs:
+        folder = tmpdir()
         futures = [
-            (name, index, kind, _downloads().submit(fetch, url, tmpdir, name, index))
+            (name, index, kind, _downloads().submit(fetch, url, folder, name, index))
             for name, index, (kind, url) in jobs
         ]
         errors = []

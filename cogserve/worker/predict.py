@@ -44,7 +44,7 @@ class Job:
         self.task: asyncio.Task[Any] | None = None
         self.logs = LogTarget(self._log)
         self.scope = Scope(self._metric)
-        self.tmpdir = pathlib.Path(tempfile.mkdtemp(prefix="cogserve-in-"))
+        self._tmpdir: pathlib.Path | None = None
         self.output_dir = message.get("output_dir") or ""
         self.opened: list[Any] = []
 
@@ -71,13 +71,20 @@ class Job:
                     pass
         return self.message.get("input") or {}
 
+    def tmpdir(self) -> pathlib.Path:
+        """This prediction's input folder, created on first use."""
+        if self._tmpdir is None:
+            self._tmpdir = pathlib.Path(tempfile.mkdtemp(prefix="cogserve-in-"))
+        return self._tmpdir
+
     def cleanup(self) -> None:
         for handle in self.opened:
             try:
                 handle.close()
             except Exception:  # noqa: BLE001 - best effort
                 pass
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
 
     def fail(self, exc: BaseException) -> None:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
