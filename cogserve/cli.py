@@ -137,18 +137,26 @@ def _schema(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- predict / train
 
 
-def coerce_inputs(pairs: list[str], properties: dict[str, Any]) -> dict[str, Any]:
-    """Turn `-i name=value` pairs into typed JSON using the Input schema."""
+def coerce_inputs(pairs: list[str], component: dict[str, Any],
+                  components: dict[str, Any]) -> dict[str, Any]:
+    """Turn `-i name=value` pairs into typed JSON using the Input schema.
+
+    The schema decides: `-i n=5` is an int for an int input and a string for a str input,
+    and a repeated `-i` builds a list for an array input, as `cog predict` does.
+    """
+    from cogserve.validation import resolve
+
+    properties = component.get("properties", {})
     result: dict[str, Any] = {}
     for pair in pairs:
         name, sep, raw = pair.partition("=")
         if not sep:
-            raise SystemExit(f'error: input {pair!r} is not NAME=VALUE')
+            raise SystemExit(f"error: input {pair!r} is not NAME=VALUE")
         if name not in properties:
             raise SystemExit(f'error: unknown input "{name}"')
-        prop = properties[name]
+        prop = resolve(properties[name], components)
         is_list = prop.get("type") == "array"
-        item = prop.get("items", {}) if is_list else prop
+        item = resolve(prop.get("items", {}), components) if is_list else prop
         value = _coerce(name, raw, item)
         if is_list:
             result.setdefault(name, []).append(value)
@@ -171,7 +179,8 @@ def _coerce(name: str, raw: str, prop: dict[str, Any]) -> Any:
         if kind == "integer":
             return int(raw)
         if kind == "number":
-            return float(raw)
+            number = float(raw)
+            return int(number) if raw.lstrip("+-").isdigit() else number
         if kind == "boolean":
             lowered = raw.lower()
             if lowered in ("true", "1", "yes"):
@@ -179,19 +188,19 @@ def _coerce(name: str, raw: str, prop: dict[str, Any]) -> Any:
             if lowered in ("false", "0", "no"):
                 return False
             raise ValueError(raw)
-        if kind == "object" or ("anyOf" in prop) or not kind and "allOf" not in prop:
-            try:
-                return json.loads(raw)
-            except json.JSONDecodeError:
-                return raw
     except ValueError:
         raise SystemExit(f'error: input "{name}": {raw!r} is not a valid {kind}') from None
-    if "allOf" in prop and raw.lstrip("-").isdigit():
-        return raw  # enums: the validator decides; keep the text
-    return raw
+    if kind == "string":
+        return raw
+    try:  # objects, unions and opaque values are JSON; a bare word stays a string
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
 
 
 def _predict(args: argparse.Namespace, mode: str) -> int:
+    if "COG_LOG_LEVEL" not in os.environ:  # every error is printed once, plainly, below
+        logging.getLogger("cogserve").setLevel(logging.CRITICAL)
     config = load_config(args.directory, args.predictor)
     _apply_environment(config)
     config.ref(mode)
@@ -210,15 +219,18 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
     waiter = asyncio.ensure_future(service.ready.wait())
     await asyncio.wait([go, waiter], return_when=asyncio.FIRST_COMPLETED)
     if not go.done():
-        print(f"error: {service.fatal_reason or service.setup['logs']}", file=sys.stderr)
+        reason = service.fatal_reason or service.setup["logs"].strip() or "the worker exited"
+        print(f"error: {reason}", file=sys.stderr)
         await service.stop()
         return 1
     component = "TrainingInput" if mode == "train" else "Input"
     assert service.schema is not None
-    properties = service.schema["components"]["schemas"][component]["properties"]
+    components = service.schema["components"]["schemas"]
     try:
         raw = json.loads(args.json) if args.json else {}
-        raw.update(coerce_inputs(args.input, properties))
+        if not isinstance(raw, dict):
+            raise SystemExit("error: --json must be a JSON object of inputs")
+        raw.update(coerce_inputs(args.input, components[component], components))
         errors = service.validate(raw, mode)
         if errors:
             for field, msg in errors:
@@ -239,9 +251,11 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
     assert service.worker is not None
     service.worker.send_control({"t": "go"})
     await service.ready.wait()
+    sys.stderr.write(service.setup["logs"])
     if service.status != "READY":
-        sys.stderr.write(service.setup["logs"])
-        print("error: setup failed", file=sys.stderr)
+        lines = service.setup["logs"].strip().splitlines()
+        print(f"error: setup() failed: {lines[-1] if lines else 'the worker exited'}",
+              file=sys.stderr)
         await service.stop()
         return 1
     output_kind = service.schema["components"]["schemas"].get(

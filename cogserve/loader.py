@@ -12,7 +12,6 @@ import inspect
 import pathlib
 import sys
 import traceback
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +54,8 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
     if target.endswith(".py"):
         path = (directory / target).resolve()
         if not path.is_file():
-            raise DefinitionError(f"{target}: no such file (from reference {ref!r} in {directory})")
+            raise DefinitionError(f"{target}: no such file in {directory} (the model reference "
+                                  f"is {ref!r})")
         module_name = path.stem
         spec = importlib.util.spec_from_file_location(module_name, path)
         assert spec and spec.loader
@@ -72,8 +72,8 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
             raise DefinitionError(_import_failure(target, exc)) from exc
         path = pathlib.Path(getattr(module, "__file__", target))
     if not hasattr(module, name):
-        raise DefinitionError(f"{target}: no class or function named {name!r} "
-                              f"(from reference {ref!r})")
+        raise DefinitionError(f"{target}: no class or function named {name!r} in it (the model "
+                              f"reference is {ref!r})")
     return getattr(module, name)
 
 
@@ -123,10 +123,9 @@ def load_model(ref: str, directory: pathlib.Path, mode: str = "predict") -> Load
             "serves one prediction at a time"
         )
     if deprecated:
-        warnings.warn(
-            "BasePredictor/predict() are deprecated; use BaseRunner/run()",
-            DeprecationWarning, stacklevel=1,
-        )
+        # Printed (not warnings.warn) so it names the model's file, not ours, on one line.
+        print(f"{_where(obj)}: DeprecationWarning: BasePredictor and predict() are deprecated; "
+              "rename them to BaseRunner and run()", file=sys.stderr, flush=True)
     return LoadedModel(
         ref=ref, instance=instance, run=run, setup=setup, healthcheck=healthcheck,
         signature=signature, is_async=is_async, streaming=is_streaming(run),

@@ -15,22 +15,31 @@ _ALLOWED = (bool, int, float, str, list, dict)
 
 
 def check_name(name: str) -> list[str]:
-    """Validate a metric name and return its dot-path segments."""
+    """Validate a metric name and return its dot-path segments.
+
+    The wording follows the reference SDK, so an author sees the same message on both.
+    """
     if not isinstance(name, str) or not name:
         raise ValueError("metric name must be a non-empty string")
     if len(name) > 128:
         raise ValueError(f"metric name {name!r} is longer than 128 characters")
-    if name == "predict_time" or name.startswith("cog."):
-        raise ValueError(f"metric name {name!r} is reserved")
+    if name.startswith("cog."):
+        raise ValueError("the 'cog.' prefix is reserved for system metrics")
+    if name == "predict_time":
+        raise ValueError("'predict_time' is reserved by the runtime")
     parts = name.split(".")
     if len(parts) > 4:
         raise ValueError(f"metric name {name!r} has more than 4 dot-separated segments")
     for part in parts:
-        if not _SEGMENT.match(part):
-            raise ValueError(
-                f"metric name {name!r}: segment {part!r} must start with a letter, end with a "
-                "letter or digit, and contain only letters, digits and single underscores"
-            )
+        if _SEGMENT.match(part):
+            continue
+        if not part[:1].isascii() or not part[:1].isalpha():
+            rule = "must start with a letter"
+        elif not part[-1].isascii() or not part[-1].isalnum():
+            rule = "must end with a letter or digit"
+        else:
+            rule = "may contain only letters, digits and single underscores"
+        raise ValueError(f"metric name segment {part!r} {rule}")
     return parts
 
 
@@ -54,10 +63,8 @@ def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str) -> Non
         node.pop(key, None)
         return
     if not isinstance(value, _ALLOWED):
-        raise TypeError(
-            f"metric {name!r}: value must be bool, int, float, str, list or dict, "
-            f"not {type(value).__name__}"
-        )
+        raise TypeError(f"Unsupported metric value type: {type(value).__name__}. "
+                        "Expected bool, int, float, str, list, or dict.")
     old = node.get(key)
     if mode == "append":
         if old is None:
@@ -65,23 +72,23 @@ def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str) -> Non
         elif isinstance(old, list):
             old.append(value)
         else:
-            raise TypeError(f"metric {name!r} holds a {type(old).__name__}; cannot append")
+            raise TypeError(f"Metric {name!r} has type {type(old).__name__}, cannot append to it "
+                            "without deleting first")
         return
     if mode == "incr":
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(f"metric {name!r}: incr needs a number, not {type(value).__name__}")
+            raise TypeError(f"Metric {name!r}: incr needs a number, not {type(value).__name__}")
         if old is None:
             node[key] = value
             return
         if isinstance(old, bool) or not isinstance(old, int | float):
-            raise TypeError(f"metric {name!r} holds a {type(old).__name__}; cannot incr")
+            raise TypeError(f"Metric {name!r} has type {type(old).__name__}, cannot incr it "
+                            "without deleting first")
         node[key] = old + value
         return
     if old is not None and _kind(old) != _kind(value):
-        raise TypeError(
-            f"metric {name!r} holds a {_kind(old)}; cannot replace it with a {_kind(value)} "
-            "(delete it first)"
-        )
+        raise TypeError(f"Metric {name!r} has type {type(old).__name__}, cannot set to "
+                        f"{type(value).__name__} without deleting first")
     node[key] = value
 
 

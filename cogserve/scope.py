@@ -34,6 +34,8 @@ class _Metrics(MutableMapping[str, Any]):
         self._scope.record_metric(name, value, "replace")
 
     def __delitem__(self, name: str) -> None:
+        if self._scope.inactive:
+            return
         self[name]  # noqa: B018 - raise KeyError for an absent metric, like a dict
         self._scope.record_metric(name, None, "replace")
 
@@ -51,6 +53,11 @@ class Scope:
         self.values: dict[str, Any] = {}
         self._sink = sink
         self.metrics = _Metrics(self)
+
+    @property
+    def inactive(self) -> bool:
+        """True outside a prediction, where metric calls do nothing."""
+        return self._sink is None
 
     def record_metric(self, name: str, value: Any, mode: str = "replace") -> None:
         if self._sink is None:

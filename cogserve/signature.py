@@ -30,6 +30,8 @@ from cogserve.types import (
     Opaque,
     Path,
     Secret,
+    Tensor,
+    tensor_datatype,
 )
 from cogserve.types import BaseModel as CogBaseModel
 
@@ -49,6 +51,8 @@ class TypeSpec:
     fields: tuple[tuple[str, TypeSpec, bool], ...] = ()  # object fields: (name, type, required)
     model: Any = None  # the output BaseModel class
     optional: bool = False
+    # kind "tensor": (datatype or None, shape or None); None means "whatever the client sends"
+    tensor: tuple[str | None, tuple[int, ...] | None] | None = None
 
     def describe(self) -> str:
         if self.kind == "list" and self.item is not None:
@@ -208,6 +212,9 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
         return TypeSpec("any")
     if tp in PRIMITIVES:
         return TypeSpec(PRIMITIVES[tp])
+    tensor = _tensor_type(tp)
+    if tensor is not None:
+        return tensor
     if isinstance(tp, type):
         if issubclass(tp, pathlib.Path) or tp is Path:
             return TypeSpec("path")
@@ -256,7 +263,7 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
         return
     problem = check_default(spec)
     if problem:
-        raise where.error(f"default {default!r} {problem}", name)
+        raise where.error(f"the default breaks its own declaration: {problem}", name)
 
 
 def check_default(spec: InputSpec) -> str | None:
@@ -325,6 +332,9 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
         return TypeSpec(PRIMITIVES[tp])
     if tp is typing.Any or tp is dict or origin is dict:
         return TypeSpec("any")
+    tensor = _tensor_type(tp)
+    if tensor is not None:
+        return tensor
     if tp is list or origin in (list, collections.abc.Sequence):
         args = typing.get_args(tp)
         return TypeSpec("list", item=_value_type(args[0], where) if args else TypeSpec("any"))
@@ -365,6 +375,26 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
     )
 
 
+def _tensor_type(tp: Any) -> TypeSpec | None:
+    """cogserve.Tensor[...] or numpy.ndarray (also NDArray[np.float32]), without importing numpy."""
+    if isinstance(tp, type) and issubclass(tp, Tensor):
+        return TypeSpec("tensor", tensor=(tp.datatype, tp.shape))
+    base = typing.get_origin(tp) or tp
+    if not (isinstance(base, type) and base.__name__ == "ndarray"
+            and base.__module__ == "numpy"):
+        return None
+    datatype = None
+    args = typing.get_args(tp)
+    if len(args) == 2:  # ndarray[shape, dtype[scalar]]
+        scalar = typing.get_args(args[1])
+        if scalar and isinstance(scalar[0], type):
+            try:
+                datatype = tensor_datatype(scalar[0])
+            except TypeError:
+                datatype = None  # np.generic, np.floating...: any datatype
+    return TypeSpec("tensor", tensor=(datatype, None))
+
+
 def _is_optional(tp: Any) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in (
         typing.get_args(tp)
@@ -378,6 +408,7 @@ def _is_pydantic_model(tp: type) -> bool:
 
 
 def _name(tp: Any) -> str:
-    if isinstance(tp, type):
+    """How the author wrote the type: `Path | str`, not `cogserve.types.Path | str`."""
+    if isinstance(tp, type) and not typing.get_args(tp):
         return tp.__name__
-    return str(tp).replace("typing.", "")
+    return re.sub(r"\b(?:[A-Za-z_][A-Za-z0-9_]*\.)+([A-Za-z_][A-Za-z0-9_]*)", r"\1", str(tp))

@@ -19,7 +19,8 @@ Check = Callable[[Any, Errors], None]
 
 _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: type(v) is str,
-    "integer": lambda v: type(v) is int,
+    # JSON Schema semantics, as the reference: 2.0 is an integer (the worker makes it 2).
+    "integer": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
     "number": lambda v: type(v) is int or type(v) is float,
     "boolean": lambda v: type(v) is bool,
     "array": lambda v: type(v) is list,
@@ -41,7 +42,7 @@ def _jsonable(value: Any) -> bool:
     return True
 
 
-def _resolve(prop: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+def resolve(prop: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
     """Inline `allOf: [{$ref}]` (how Cog writes enum inputs) into one flat schema."""
     if "allOf" not in prop and "$ref" not in prop:
         return prop
@@ -50,7 +51,7 @@ def _resolve(prop: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]
     for ref in refs:
         target = ref.get("$ref", "")
         sub = components.get(target.rsplit("/", 1)[-1], {}) if target else ref
-        for k, v in _resolve(sub, components).items():
+        for k, v in resolve(sub, components).items():
             if k not in ("title", "description"):
                 merged.setdefault(k, v)
     return merged
@@ -58,7 +59,9 @@ def _resolve(prop: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]
 
 def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]) -> Check:
     """A check for one value; it appends (field, message) pairs to `errors`."""
-    prop = _resolve(prop, components)
+    prop = resolve(prop, components)
+    if "x-cogserve-tensor" in prop:
+        return _tensor_check(name)
     checks: list[Check] = []
 
     if "anyOf" in prop:
@@ -174,6 +177,24 @@ def _accept(value: Any, errors: Errors) -> None:
     return None
 
 
+TENSOR_KEY = "__cogserve_tensor__"
+
+
+def _tensor_check(name: str) -> Check:
+    """A tensor input is nested JSON lists (Cog API) or packed bytes from the V2 codec.
+
+    Elements are not walked here: a million-element tensor would cost more to check in
+    Python than to run; the worker builds the array and reports a mismatch by name.
+    """
+
+    def check(value: Any, errors: Errors) -> None:
+        if type(value) is list or (type(value) is dict and TENSOR_KEY in value):
+            return
+        errors.append((name, f"{show(value)} is not of type \"array\""))
+
+    return check
+
+
 def _length_check(name: str, limit: int, word: str, cmp: Callable[[int, int], bool],
                   key: str) -> Check:
     def check(value: Any, errors: Errors) -> None:
@@ -230,11 +251,11 @@ class InputValidator:
                 )
             else:
                 check(item, errors)
+        if len(errors) > 1:  # the reference's order: by field, then missing ones
+            errors.sort(key=lambda e: e[0])
         for key in self.required:
             if key not in value:
                 errors.append((key, "Field required"))
-        if len(errors) > 1:
-            errors.sort(key=lambda e: e[0])
         return errors
 
     def redact(self, value: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +266,7 @@ class InputValidator:
 
 
 def _is_secret(prop: dict[str, Any], components: dict[str, Any]) -> bool:
-    prop = _resolve(prop, components)
+    prop = resolve(prop, components)
     if prop.get("x-cog-secret"):
         return True
     items = prop.get("items")

@@ -80,6 +80,8 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
     kind = t.kind
     if kind == "float":
         return float(value)
+    if kind == "int":
+        return int(value)  # the schema allows 2.0 for an integer; run() gets 2
     if kind == "secret":
         return Secret(value)
     if kind in ("path", "file"):

@@ -28,7 +28,11 @@ class OutputTypeError(TypeError):
 def encode_output(value: Any, t: TypeSpec, output_dir: str) -> dict[str, Any]:
     """The `output` part of an IPC message; `files` tells the parent to look for markers."""
     found: list[str] = []
-    encoded = encode(value, t, output_dir, "output", found)
+    try:
+        encoded = encode(value, t, output_dir, "output", found)
+    except OutputTypeError as exc:
+        raise OutputTypeError(f"run() returned a value that does not match its declared "
+                              f"output type {t.describe()}: {exc}") from None
     if found:
         return {"output": encoded, "files": True}
     return {"output": encoded}
@@ -110,7 +114,9 @@ def _encode_object(value: Any, t: TypeSpec, output_dir: str, where: str,
             f"{where}: expected {t.describe()}, got {type(value).__name__} ({_short(value)})"
         )
     out = {}
-    for name, ft, _required in t.fields:
+    for name, ft, required in t.fields:
+        if name not in data and required:
+            raise OutputTypeError(f"{where}.{name}: required field is missing")
         out[name] = encode(data.get(name), ft, output_dir, f"{where}.{name}", found)
     return out
 

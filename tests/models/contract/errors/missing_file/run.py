@@ -1,0 +1,1 @@
+"""cog.yaml names nope.py, which does not exist."""

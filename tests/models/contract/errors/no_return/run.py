@@ -1,0 +1,8 @@
+"""run() without a return annotation."""
+
+from cog import BaseRunner
+
+
+class Runner(BaseRunner):
+    def run(self, text: str):
+        return text

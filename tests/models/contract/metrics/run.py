@@ -1,0 +1,34 @@
+"""Every way to record metrics, and every way to get it wrong."""
+
+from cog import BaseRunner, current_scope
+
+
+class Runner(BaseRunner):
+    def run(self, case: str = "ok") -> str:
+        self.record_metric("tokens", 10)
+        if case == "ok":
+            self.record_metric("tokens", 5, mode="incr")
+            self.record_metric("steps", "a", mode="append")
+            self.record_metric("steps", "b", mode="append")
+            self.record_metric("timing.load.disk", 1.5)
+            self.scope.metrics["gone"] = True
+            del self.scope.metrics["gone"]
+            self.scope.metrics["flag"] = True
+            current_scope().record_metric("via_scope", {"k": [1, 2]})
+            self.record_metric("cleared", 1)
+            self.record_metric("cleared", None)
+        elif case == "type_change":
+            self.record_metric("tokens", "many")
+        elif case == "reserved_cog":
+            self.record_metric("cog.thing", 1)
+        elif case == "reserved_time":
+            self.record_metric("predict_time", 1)
+        elif case == "bad_name":
+            self.record_metric("9bad", 1)
+        elif case == "too_deep":
+            self.record_metric("a.b.c.d.e", 1)
+        elif case == "bad_value":
+            self.record_metric("obj", object())
+        elif case == "bad_mode":
+            self.record_metric("x", 1, mode="multiply")
+        return case
