@@ -87,7 +87,10 @@ class Job:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
 
     def fail(self, exc: BaseException) -> None:
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        if isinstance(exc, outputs.OutputTypeError):  # our frames would only hide the point
+            text = f"{exc}\n"
+        else:
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self.logs.write("stderr", text)
         self.logs.flush()
         message = str(exc) or type(exc).__name__
