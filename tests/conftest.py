@@ -22,3 +22,20 @@ def serve() -> Iterator:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def receiver() -> Iterator:
+    """`receiver(fail_first=..., hang=...)` starts a local webhook receiver, closed after."""
+    from receiver import Receiver
+
+    started: list[Receiver] = []
+
+    def start(**kwargs) -> Receiver:
+        hook = Receiver(**kwargs)
+        started.append(hook)
+        return hook
+
+    yield start
+    for hook in started:
+        hook.close()

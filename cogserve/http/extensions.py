@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+WEBHOOK_DRAIN_SECONDS = 10.0
+
 
 def install(app: Any) -> None:
     """Called once when the app is built."""
-    return None
+    _install_webhooks(app)
+
+
+def _install_webhooks(app: Any) -> None:
+    """Only requests that name a webhook get a sender; the rest pay nothing."""
+    from cogserve.runtime import webhooks
+
+    app.cog.webhook_listener = webhooks.listener_factory()
+    app.service.on_drain.append(lambda: webhooks.drain(WEBHOOK_DRAIN_SECONDS))

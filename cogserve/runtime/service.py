@@ -96,6 +96,8 @@ class Service:
         self._restarting = False
         self._spill_dir = tempfile.mkdtemp(prefix="cogserve-spill-")
         self.on_schema: list[Callable[[], None]] = []
+        # awaited after the last prediction drained (e.g. queued webhooks get to finish)
+        self.on_drain: list[Callable[[], Awaitable[None]]] = []
         self.gate = False  # `cogserve predict`: the worker waits for "go" before setup()
 
     # ------------------------------------------------------------ lifecycle
@@ -129,6 +131,8 @@ class Service:
             await asyncio.gather(*(p.done for p in list(self.predictions.values())),
                                  return_exceptions=True)
             await asyncio.sleep(0)
+        for hook in self.on_drain:
+            await hook()
 
     def _setup_timed_out(self) -> None:
         if self.status == "STARTING":

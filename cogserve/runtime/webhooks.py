@@ -1,0 +1,225 @@
+"""Webhooks: POST a prediction's state to the URL its creator gave, in order, off the hot path.
+
+One `WebhookSender` per prediction that has a webhook, subscribed as a Prediction
+listener. The listener itself only records that something changed (no I/O, no JSON);
+a task of the sender's own takes the snapshots and POSTs them one at a time, so the
+deliveries of one prediction arrive in the order they happened, and a slow, dead or
+hanging receiver holds up nothing but its own queue: never the prediction, never
+another prediction, never the slot.
+
+`start` and `completed` are queued at once. `output` and `logs` changes are throttled
+to one delivery per interval (COG_THROTTLE_RESPONSE_INTERVAL, default 0.5 s); a
+throttled delivery carries the full state as it is when it is taken, and a change
+still waiting when the prediction ends is sent then, so throttling never loses the
+final state. An intermediate state that is still queued is replaced by a newer one,
+so a receiver slower than the model gets fewer, fresher updates instead of a backlog.
+
+Failed deliveries (connection errors, timeouts, 5xx, 429) are retried with
+exponential backoff up to a bounded number of attempts; an intermediate state that a
+newer one has superseded is not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+
+import cogserve
+from cogserve.runtime.prediction import Prediction
+
+log = logging.getLogger("cogserve")
+
+ALL_EVENTS = frozenset({"start", "output", "logs", "completed"})
+USER_AGENT = f"cogserve/{cogserve.__version__}"
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+# deliveries still queued or in flight, so a graceful shutdown can let them finish
+_active: set[asyncio.Task[None]] = set()
+_client: httpx.AsyncClient | None = None
+
+
+def _seconds(name: str, default: float) -> float:
+    """Read a duration: `0.5`, `0.5s` or `500ms` (Cog's variables use all three)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    try:
+        if raw.endswith("ms"):
+            return float(raw[:-2]) / 1000
+        return float(raw.removesuffix("s"))
+    except ValueError:
+        log.warning("%s=%r is not a duration; using %g s", name, raw, default)
+        return default
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    interval: float = 0.5  # at most one output/logs delivery per interval
+    max_attempts: int = 6  # per delivery, including the first
+    timeout: float = 10.0  # per attempt: a hanging receiver costs at most this
+    backoff: float = 0.1  # first retry delay; doubles per attempt
+    max_backoff: float = 5.0
+
+    @classmethod
+    def from_env(cls) -> WebhookConfig:
+        attempts = os.environ.get("COGSERVE_WEBHOOK_MAX_ATTEMPTS", "").strip()
+        return cls(
+            interval=max(0.0, _seconds("COG_THROTTLE_RESPONSE_INTERVAL", 0.5)),
+            max_attempts=max(1, int(attempts)) if attempts.isdigit() else 6,
+            timeout=max(0.1, _seconds("COGSERVE_WEBHOOK_TIMEOUT", 10.0)),
+        )
+
+
+def client() -> httpx.AsyncClient:
+    """One pooled client for every webhook; connections are unbounded because each
+    sender has at most one request in flight, so their number is bounded by the
+    number of predictions with a webhook, and one hanging receiver must not take
+    the pool from the others."""
+    global _client
+    if _client is None:
+        _client = httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+            headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
+            follow_redirects=False,
+        )
+    return _client
+
+
+class WebhookSender:
+    """The webhook deliveries of one prediction (a Prediction listener)."""
+
+    def __init__(self, url: str, events: frozenset[str] | None, config: WebhookConfig) -> None:
+        self.url = url
+        self.events = ALL_EVENTS if events is None else events
+        self.config = config
+        self.queue: deque[tuple[str, bytes]] = deque()  # (start|update|completed, body)
+        self.task: asyncio.Task[None] | None = None
+        self.dirty = False  # a throttled change not yet queued
+        self.timer: asyncio.TimerHandle | None = None
+        self.last_update = -math.inf
+        self.headers: dict[str, str] = {}
+
+    # ------------------------------------------------------------ listener
+
+    def __call__(self, prediction: Prediction, event: str, payload: dict[str, Any]) -> None:
+        if event == "output":
+            if "output" in self.events:
+                self._changed(prediction)
+        elif event == "log":
+            if "logs" in self.events:
+                self._changed(prediction)
+        elif event == "start":
+            self.headers = prediction.context
+            if "start" in self.events:
+                self._push("start", prediction)
+        elif event == "completed":
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if "completed" in self.events:
+                self._push("completed", prediction)
+            elif self.dirty:
+                self._push("update", prediction)
+            self.dirty = False
+
+    def _changed(self, prediction: Prediction) -> None:
+        if self.timer is not None:
+            self.dirty = True  # the scheduled delivery will carry this change
+            return
+        loop = asyncio.get_running_loop()
+        wait = self.last_update + self.config.interval - loop.time()
+        if wait <= 0:
+            self._update(prediction)
+        else:
+            self.dirty = True
+            self.timer = loop.call_later(wait, self._on_timer, prediction)
+
+    def _on_timer(self, prediction: Prediction) -> None:
+        self.timer = None
+        if self.dirty and not prediction.terminal:
+            self._update(prediction)
+
+    def _update(self, prediction: Prediction) -> None:
+        self.dirty = False
+        self.last_update = asyncio.get_running_loop().time()
+        self._push("update", prediction)
+
+    def _push(self, kind: str, prediction: Prediction) -> None:
+        body = orjson.dumps(prediction.to_dict())
+        if kind == "update" and self.queue and self.queue[-1][0] == "update":
+            self.queue[-1] = (kind, body)  # not sent yet: the newer state replaces it
+        else:
+            self.queue.append((kind, body))
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._run())
+            _active.add(self.task)
+            self.task.add_done_callback(_active.discard)
+
+    # ------------------------------------------------------------ delivery
+
+    async def _run(self) -> None:
+        try:
+            while self.queue:
+                kind, body = self.queue.popleft()
+                await self._deliver(kind, body)
+        finally:
+            self.task = None
+
+    async def _deliver(self, kind: str, body: bytes) -> None:
+        config = self.config
+        reason = ""
+        for attempt in range(config.max_attempts):
+            retry_after = 0.0
+            try:
+                response = await client().post(self.url, content=body, headers=self.headers,
+                                                timeout=config.timeout)
+                if response.status_code not in _RETRY_STATUSES:
+                    if response.status_code >= 400:
+                        log.warning("webhook %s answered HTTP %d; not retrying", self.url,
+                                    response.status_code)
+                    return
+                reason = f"HTTP {response.status_code}"
+                retry_after = _retry_after(response)
+            except httpx.HTTPError as exc:
+                reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
+            except Exception as exc:  # noqa: BLE001 - a bad URL must not kill the sender
+                log.warning("webhook %s cannot be sent: %s", self.url, exc)
+                return
+            if kind == "update" and self.queue:
+                return  # a newer state is queued; it supersedes this one
+            if attempt + 1 < config.max_attempts:
+                delay = min(config.max_backoff, config.backoff * 2 ** attempt)
+                await asyncio.sleep(max(delay, min(retry_after, config.max_backoff)))
+        log.warning("webhook %s failed after %d attempts (%s); giving up on this %s event",
+                    self.url, config.max_attempts, reason, kind)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return float(response.headers.get("retry-after", "0"))
+    except ValueError:
+        return 0.0
+
+
+def listener_factory(config: WebhookConfig | None = None) -> Any:
+    """What `CogRoutes.webhook_listener` calls for a request that names a webhook."""
+    chosen = config or WebhookConfig.from_env()
+
+    def make(url: str, events: frozenset[str] | None) -> WebhookSender:
+        return WebhookSender(url, events, chosen)
+
+    return make
+
+
+async def drain(timeout: float) -> None:
+    """Let queued deliveries finish (bounded), e.g. before the server exits."""
+    if _active:
+        await asyncio.wait(set(_active), timeout=timeout)
