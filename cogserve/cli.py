@@ -115,7 +115,8 @@ def _schema(args: argparse.Namespace) -> None:
     from cogserve.signature import read_signature
 
     config = load_config(args.directory, args.predictor)
-    sys.path.insert(0, str(config.directory))
+    output = pathlib.Path(args.output).resolve() if args.output else None
+    os.chdir(config.directory)  # as the worker does: the model may read files at import
     model = load_model(config.ref("predict"), config.directory)
     train = None
     if config.train_ref:
@@ -126,10 +127,9 @@ def _schema(args: argparse.Namespace) -> None:
         train = read_signature(fn)
     doc = openapi_document(model.signature, train, streaming=model.streaming)
     text = json.dumps(doc, indent=2)
-    if args.output:
-        out = pathlib.Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text + "\n")
     else:
         print(text)
 
