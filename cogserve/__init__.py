@@ -15,6 +15,7 @@ from cogserve.types import (
     Opaque,
     Path,
     Secret,
+    Tensor,
 )
 
 __version__ = "0.1.0"
@@ -31,6 +32,7 @@ __all__ = [
     "Opaque",
     "Path",
     "Secret",
+    "Tensor",
     "__version__",
     "concurrent",
     "current_scope",

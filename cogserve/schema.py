@@ -32,6 +32,8 @@ def type_schema(t: TypeSpec) -> dict[str, Any]:
         out = {}
     elif kind == "list":
         out = {"type": "array", "items": type_schema(t.item or TypeSpec("any"))}
+    elif kind == "tensor":
+        out = {"type": "array", "items": {}, "x-cogserve-tensor": tensor_extension(t)}
     elif kind == "union":
         out = {"anyOf": [type_schema(m) for m in t.members]}
     elif kind == "literal":
@@ -53,6 +55,17 @@ def type_schema(t: TypeSpec) -> dict[str, Any]:
     if t.optional and kind != "opaque":
         out["nullable"] = True
     return out
+
+
+def tensor_extension(t: TypeSpec) -> dict[str, Any]:
+    """`x-cogserve-tensor`: what V2 metadata publishes and checks; absent keys mean "any"."""
+    datatype, shape = t.tensor or (None, None)
+    ext: dict[str, Any] = {}
+    if datatype is not None:
+        ext["datatype"] = datatype
+    if shape is not None:
+        ext["shape"] = list(shape)
+    return ext
 
 
 def input_property(spec: InputSpec, *, with_default: bool = True) -> dict[str, Any]:

@@ -52,6 +52,48 @@ class Opaque:
     """Marker for `Annotated[T, Opaque]`: the value is passed through unvalidated."""
 
 
+# V2 datatype names, and the numpy names a model may declare instead
+TENSOR_DATATYPES = ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+                    "INT64", "FP16", "FP32", "FP64", "BYTES")
+_NUMPY_NAMES = {"bool": "BOOL", "bool_": "BOOL", "uint8": "UINT8", "uint16": "UINT16",
+                "uint32": "UINT32", "uint64": "UINT64", "int8": "INT8", "int16": "INT16",
+                "int32": "INT32", "int64": "INT64", "float16": "FP16", "float32": "FP32",
+                "float64": "FP64", "object_": "BYTES", "bytes_": "BYTES", "str_": "BYTES"}
+
+
+def tensor_datatype(value: Any) -> str:
+    """"FP32", "float32", numpy.float32 or numpy.dtype("float32") -> "FP32"."""
+    name = getattr(value, "__name__", None) or getattr(value, "name", None) or str(value)
+    if name.upper() in TENSOR_DATATYPES:
+        return name.upper()
+    if name in _NUMPY_NAMES:
+        return _NUMPY_NAMES[name]
+    raise TypeError(f"{value!r} is not a tensor datatype; use one of {', '.join(TENSOR_DATATYPES)}")
+
+
+class Tensor:
+    """An n-dimensional array: run() receives a numpy.ndarray (and may return one).
+
+    `Tensor["FP32", (-1, 3)]` declares the element type and the shape (-1 for a
+    variable dimension), so the V2 protocol can publish them in model metadata and
+    check requests before the model sees them; real tensor models need that contract.
+    numpy is imported by the worker only when a model declares a tensor.
+    """
+
+    datatype: str | None = None
+    shape: tuple[int, ...] | None = None
+
+    def __class_getitem__(cls, params: Any) -> type[Tensor]:
+        datatype, shape = params if isinstance(params, tuple) else (params, None)
+        dt = tensor_datatype(datatype)
+        dims = None if shape is None else tuple(int(d) for d in (
+            shape if isinstance(shape, tuple | list) else (shape,)))
+        if dims is not None and any(d < -1 for d in dims):
+            raise TypeError(f"tensor shape {dims}: dimensions are sizes or -1 (variable)")
+        name = f"Tensor[{dt}, {list(dims) if dims is not None else '...'}]"
+        return type(name, (Tensor,), {"datatype": dt, "shape": dims})
+
+
 class ConcatenateIterator(Iterator[T]):
     """An iterator of strings that a client should display concatenated (token streams)."""
 

@@ -91,6 +91,10 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
         return value
     if kind == "list" and t.item is not None:
         return [_convert(spec, t.item, v, jobs, i) for i, v in enumerate(value)]
+    if kind == "tensor":
+        from cogserve.v2.arrays import to_array  # numpy: only for models that declare tensors
+
+        return to_array(value, t.tensor, spec.name)
     if kind == "union":
         return _union(t, value)
     return value

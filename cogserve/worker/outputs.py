@@ -88,6 +88,13 @@ def encode(value: Any, t: TypeSpec, output_dir: str, where: str = "output",
                     for i, v in enumerate(value)]
     elif kind == "object":
         return _encode_object(value, t, output_dir, where, found)
+    elif kind == "tensor":
+        from cogserve.v2.arrays import from_array  # numpy: only for models that declare tensors
+
+        try:
+            return from_array(value, t.tensor, where)
+        except TypeError as exc:
+            raise OutputTypeError(str(exc)) from None
     elif kind == "union":
         for member in t.members:
             try:

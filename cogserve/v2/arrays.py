@@ -1,0 +1,99 @@
+"""numpy arrays for tensor inputs and outputs, built in the worker only.
+
+This is the one module that imports numpy, and only the worker of a model that
+declares a tensor loads it: the parent and every other model never pay for numpy.
+Packed tensors arrive as base64 of little-endian bytes (see `cogserve.v2.codec`), so a
+million floats become an array with one decode and one copy, never a Python list.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+from cogserve.validation import TENSOR_KEY
+
+NUMPY_DTYPES: dict[str, Any] = {
+    "BOOL": np.dtype(np.bool_), "UINT8": np.dtype("<u1"), "UINT16": np.dtype("<u2"),
+    "UINT32": np.dtype("<u4"), "UINT64": np.dtype("<u8"), "INT8": np.dtype("<i1"),
+    "INT16": np.dtype("<i2"), "INT32": np.dtype("<i4"), "INT64": np.dtype("<i8"),
+    "FP16": np.dtype("<f2"), "FP32": np.dtype("<f4"), "FP64": np.dtype("<f8"),
+    "BYTES": np.dtype(object),
+}
+Declared = tuple[str | None, tuple[int, ...] | None] | None
+
+
+def to_array(value: Any, declared: Declared, name: str) -> np.ndarray:
+    """The ndarray run() receives, from nested JSON lists or a packed tensor."""
+    datatype, shape = declared or (None, None)
+    if type(value) is dict and TENSOR_KEY in value:
+        packed = value[TENSOR_KEY]
+        dims = tuple(packed["shape"])
+        if "b64" in packed:
+            raw = bytearray(base64.b64decode(packed["b64"]))  # writable, like any input
+            array = np.frombuffer(raw, dtype=NUMPY_DTYPES[packed["datatype"]]).reshape(dims)
+        else:
+            items = [base64.b64decode(item) for item in packed["items_b64"]]
+            array = np.empty(len(items), dtype=object)
+            array[:] = items
+            array = array.reshape(dims)
+    else:
+        dtype = NUMPY_DTYPES[datatype] if datatype else None
+        try:
+            if datatype == "BYTES":
+                array = np.array(_bytes_items(value), dtype=object)
+            else:
+                array = np.asarray(value, dtype=dtype)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ValueError(f"input {name}: not a {datatype or 'numeric'} tensor: {exc}") from None
+        if array.dtype == object and datatype != "BYTES":
+            raise ValueError(f"input {name}: not a rectangular numeric tensor")
+    check_shape(array.shape, shape, f"input {name}")
+    return array
+
+
+def _bytes_items(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_bytes_items(v) for v in value]
+    return value.encode() if isinstance(value, str) else value
+
+
+def check_shape(actual: tuple[int, ...], declared: tuple[int, ...] | None, where: str) -> None:
+    if declared is None:
+        return
+    if len(actual) != len(declared) or any(d not in (-1, a) for a, d in zip(actual, declared,
+                                                                          strict=True)):
+        raise ValueError(f"{where}: shape {list(actual)} does not match the declared shape "
+                         f"{list(declared)}")
+
+
+def from_array(value: Any, declared: Declared, where: str) -> Any:
+    """A returned array (or nested list) as nested JSON lists of the declared datatype."""
+    datatype, shape = declared or (None, None)
+    try:
+        if datatype == "BYTES":
+            array = np.asarray(value, dtype=object)
+        else:
+            array = np.asarray(value, dtype=NUMPY_DTYPES[datatype] if datatype else None)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise TypeError(f"{where}: not a {datatype or 'numeric'} tensor: {exc}") from None
+    if array.dtype == object and datatype != "BYTES":
+        raise TypeError(f"{where}: not a rectangular numeric tensor")
+    try:
+        check_shape(array.shape, shape, where)
+    except ValueError as exc:
+        raise TypeError(str(exc)) from None
+    out = array.tolist()
+    if datatype == "BYTES":
+        return _text(out)
+    return out
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value if isinstance(value, str) else str(value)

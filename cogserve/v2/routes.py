@@ -1,0 +1,314 @@
+"""The Open Inference Protocol (V2 REST) as one ASGI callable mounted at /v2.
+
+It is a second front end on the same runtime, not a second runtime: an inference
+request becomes the Cog input dict, goes through the same validator, takes a slot
+with `Service.create` and waits on `prediction.done`, exactly as a Cog prediction.
+Health and readiness are the runtime's health, so they work as Kubernetes probes.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import orjson
+
+import cogserve
+from cogserve.http.cog_routes import _wait_or_disconnect
+from cogserve.http.responses import HTTPError, header, read_body, send_json
+from cogserve.runtime.service import Service, ServiceError, generate_id
+from cogserve.v2.codec import TensorError, output_tensor, read_tensor
+from cogserve.v2.metadata import ModelMetadata
+
+EXTENSIONS = ["binary_tensor_data", "parameters"]
+_LIVE_DEAD = ("SETUP_FAILED", "DEFUNCT")  # the process is up but can never serve again
+
+
+def model_name(service: Service) -> str:
+    """--model-name, else the last part of cog.yaml's `image` (no tag), else the folder."""
+    if service.settings.model_name:
+        return service.settings.model_name
+    image = service.config.image
+    if image:
+        last = image.rstrip("/").rsplit("/", 1)[-1]
+        return last.split("@", 1)[0].split(":", 1)[0] or last
+    return service.config.directory.name
+
+
+class V2Routes:
+    def __init__(self, service: Service, max_body: int) -> None:
+        self.service = service
+        self.max_body = max_body
+        self._metadata: ModelMetadata | None = None
+        self._schema_seen: Any = None
+
+    @property
+    def metadata(self) -> ModelMetadata:
+        schema = self.service.schema
+        if schema is None:
+            reason = self.service.fatal_reason or "the model is still loading"
+            raise TensorError(f"model metadata is not available: {reason}", 503)
+        if schema is not self._schema_seen:  # a restarted worker reports its schema again
+            self._metadata = ModelMetadata(schema)
+            self._schema_seen = schema
+        assert self._metadata is not None
+        return self._metadata
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        try:
+            await self._dispatch(scope, receive, send)
+        except TensorError as exc:
+            await send_json(send, exc.status, {"error": exc.message})
+        except HTTPError as exc:  # body too large, client gone while sending
+            error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
+            await send_json(send, exc.status, {"error": error}, exc.headers)
+
+    async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        parts = [p for p in scope["path"].split("/") if p][1:]  # after "v2"
+        method = scope["method"]
+        if not parts:
+            _only(method, "GET")
+            await send_json(send, 200, {"name": "cogserve", "version": cogserve.__version__,
+                                        "extensions": EXTENSIONS})
+            return
+        if parts[0] == "health" and len(parts) == 2 and parts[1] in ("live", "ready"):
+            _only(method, "GET")
+            await self._health(send, parts[1])
+            return
+        if parts[0] != "models" or len(parts) < 2:
+            raise TensorError("Not Found", 404)
+        rest = self._model_path(parts[1:])
+        if rest == "":
+            _only(method, "GET")
+            await send_json(send, 200, self._model_metadata())
+        elif rest == "ready":
+            _only(method, "GET")
+            ready = await self._is_ready()
+            await send_json(send, 200 if ready else 503,
+                            {"name": model_name(self.service), "ready": ready})
+        elif rest == "infer":
+            _only(method, "POST")
+            await self._infer(scope, receive, send)
+        else:
+            raise TensorError("Not Found", 404)
+
+    def _model_path(self, parts: list[str]) -> str:
+        """Check name (and version) in the path; what follows them: "", "ready" or "infer"."""
+        name = model_name(self.service)
+        if parts[0] != name:
+            raise TensorError(f"unknown model {parts[0]!r}; this server serves {name!r}", 404)
+        rest = parts[1:]
+        if rest and rest[0] == "versions":
+            if len(rest) < 2:
+                raise TensorError("Not Found", 404)
+            version = self.service.settings.model_version
+            if rest[1] != version:
+                known = f"its version is {version!r}" if version else "it has no versions"
+                raise TensorError(f"unknown version {rest[1]!r} of model {name!r}; {known}",
+                                  404)
+            rest = rest[2:]
+        if len(rest) > 1:
+            raise TensorError("Not Found", 404)
+        return rest[0] if rest else ""
+
+    # ------------------------------------------------------------ health and metadata
+
+    async def _is_ready(self) -> bool:
+        if self.service.shutting_down or self.service.health not in ("READY", "BUSY"):
+            return False
+        doc = await self.service.health_document()  # runs the user healthcheck, if any
+        return doc["status"] in ("READY", "BUSY")
+
+    async def _health(self, send: Any, which: str) -> None:
+        if which == "live":
+            live = self.service.status not in _LIVE_DEAD
+            await send_json(send, 200 if live else 503, {"live": live})
+        else:
+            ready = await self._is_ready()
+            await send_json(send, 200 if ready else 503, {"ready": ready})
+
+    def _model_metadata(self) -> dict[str, Any]:
+        meta = self.metadata
+        doc: dict[str, Any] = {"name": model_name(self.service)}
+        if self.service.settings.model_version:
+            doc["versions"] = [self.service.settings.model_version]
+        doc["platform"] = "python_cogserve"
+        doc["inputs"] = [spec.metadata() for spec in meta.inputs.values()]
+        doc["outputs"] = [spec.metadata() for spec in meta.outputs]
+        return doc
+
+    # ------------------------------------------------------------ inference
+
+    async def _infer(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        service = self.service
+        meta = self.metadata
+        body = _decode(await read_body(receive, scope, self.max_body), scope, self.max_body)
+        head, binary = _split(body, header(scope, b"inference-header-content-length"))
+        request = _parse(head)
+        raw_input = self._inputs(meta, request, binary)
+        errors = service.validate(raw_input)
+        if errors:
+            raise TensorError("; ".join(
+                f"input {field.split('.')[0]!r}: " + ("missing (a required input)"
+                                                      if msg == "Field required" else msg)
+                for field, msg in errors))
+        requested = _requested_outputs(meta, request)
+        try:
+            service.check_accepting()
+            prediction = service.create(generate_id(), raw_input)
+        except ServiceError as exc:
+            error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
+            raise TensorError(error or "the model cannot run now", exc.status) from None
+        if not await _wait_or_disconnect(prediction, receive):
+            service.cancel(prediction.id)
+            return
+        if prediction.status != "succeeded":
+            detail = prediction.error or prediction.status
+            raise TensorError(f"inference failed: {detail}")
+        await self._respond(send, meta, request, requested, prediction)
+
+    def _inputs(self, meta: ModelMetadata, request: dict[str, Any], binary: memoryview
+                ) -> dict[str, Any]:
+        """The Cog input dict: one entry per tensor, plus scalar inputs named in parameters."""
+        specs = request.get("inputs")
+        if not isinstance(specs, list):
+            raise TensorError("the request has no inputs list")
+        raw_input: dict[str, Any] = {}
+        offset = 0
+        for spec in specs:
+            tensor, offset = read_tensor(spec, binary, offset)
+            model_input = meta.inputs.get(tensor.name)
+            if model_input is None:
+                known = ", ".join(meta.inputs) or "none"
+                raise TensorError(f"input {tensor.name!r}: the model has no such input "
+                                  f"(its inputs: {known})")
+            if tensor.name in raw_input:
+                raise TensorError(f"input {tensor.name!r}: given twice")
+            raw_input[tensor.name] = meta.input_value(model_input, tensor)
+        if offset != len(binary):
+            raise TensorError(f"the request carries {len(binary) - offset} bytes of binary "
+                              "data that no input claims (binary_data_size)")
+        params = request.get("parameters") or {}
+        if not isinstance(params, dict):
+            raise TensorError("parameters must be an object")
+        for key, value in params.items():  # parameters may supply scalar inputs by name
+            if key in meta.inputs and key not in raw_input and meta.inputs[key].shape == "scalar":
+                raw_input[key] = value
+        missing = [name for name, s in meta.inputs.items() if s.required and name not in raw_input]
+        if missing:
+            raise TensorError("; ".join(f"input {name!r}: missing (a required input)"
+                                        for name in missing))
+        return raw_input
+
+    async def _respond(self, send: Any, meta: ModelMetadata, request: dict[str, Any],
+                       requested: dict[str, bool | None] | None, prediction: Any) -> None:
+        params = request.get("parameters") or {}
+        all_binary = params.get("binary_data_output") is True
+        produced = {spec.name: (spec, dtype, shape, items)
+                    for spec, dtype, shape, items in meta.output_tensors(
+                        prediction.current_output())}
+        names = list(requested) if requested is not None else list(produced)
+        outputs = []
+        blobs: list[bytes] = []
+        for name in names:
+            if name not in produced:
+                continue  # an optional output the model left empty
+            _spec, dtype, shape, items = produced[name]
+            wanted = requested.get(name) if requested is not None else None
+            binary = all_binary if wanted is None else wanted
+            try:
+                out, blob = output_tensor(name, dtype, shape, items, binary)
+            except TensorError as exc:
+                raise TensorError(f"the model's output does not fit: {exc.message}") from None
+            outputs.append(out)
+            if blob is not None:
+                blobs.append(blob)
+        doc: dict[str, Any] = {"model_name": model_name(self.service)}
+        if self.service.settings.model_version:
+            doc["model_version"] = self.service.settings.model_version
+        request_id = request.get("id")
+        doc["id"] = request_id if isinstance(request_id, str) else prediction.id
+        doc["outputs"] = outputs
+        head = orjson.dumps(doc)
+        if not blobs:
+            await send_json(send, 200, head)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/octet-stream"),
+            (b"inference-header-content-length", str(len(head)).encode()),
+            (b"content-length", str(len(head) + sum(map(len, blobs))).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": head, "more_body": True})
+        for i, blob in enumerate(blobs):
+            await send({"type": "http.response.body", "body": blob,
+                        "more_body": i < len(blobs) - 1})
+
+
+def _only(method: str, allowed: str) -> None:
+    if method != allowed:
+        raise HTTPError(405, {"error": f"Method Not Allowed (use {allowed})"},
+                        [(b"allow", allowed.encode())])
+
+
+def _decode(body: bytes, scope: dict[str, Any], limit: int) -> bytes:
+    """Undo Content-Encoding gzip/deflate (tritonclient's request compression)."""
+    encoding = (header(scope, b"content-encoding") or "").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding not in ("gzip", "deflate"):
+        raise TensorError(f"unsupported Content-Encoding {encoding!r}", 415)
+    inflater = zlib.decompressobj(47 if encoding == "gzip" else 15)
+    try:
+        out = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise TensorError(f"the {encoding} body does not decompress: {exc}") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise TensorError(f"the decompressed body exceeds the limit of {limit} bytes", 413)
+    return out
+
+
+def _split(body: bytes, header_length: str | None) -> tuple[bytes | memoryview, memoryview]:
+    """The JSON header and the binary tensor data after it (Inference-Header-Content-Length)."""
+    if header_length is None:
+        return body, memoryview(b"")
+    if not header_length.strip().isdigit() or int(header_length) > len(body):
+        raise TensorError(f"Inference-Header-Content-Length {header_length!r} is not a length "
+                          f"within the {len(body)}-byte body")
+    view = memoryview(body)
+    size = int(header_length)
+    return view[:size], view[size:]
+
+
+def _parse(head: bytes | memoryview) -> dict[str, Any]:
+    try:
+        request = orjson.loads(head)
+    except orjson.JSONDecodeError as exc:
+        raise TensorError(f"the request is not valid JSON: {exc}") from None
+    if not isinstance(request, dict):
+        raise TensorError("the request must be a JSON object")
+    if "id" in request and not isinstance(request["id"], str):
+        raise TensorError("id must be a string")
+    return request
+
+
+def _requested_outputs(meta: ModelMetadata, request: dict[str, Any]
+                       ) -> dict[str, bool | None] | None:
+    """name -> binary_data (None: as the request says) for each requested output, or None."""
+    outputs = request.get("outputs")
+    if outputs is None:
+        return None
+    if not isinstance(outputs, list):
+        raise TensorError("outputs must be a list")
+    chosen: dict[str, bool | None] = {}
+    for item in outputs:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str):
+            raise TensorError(f"each requested output needs a name: {item!r}")
+        if name not in meta.output_names:
+            known = ", ".join(meta.output_names)
+            raise TensorError(f"output {name!r}: the model has no such output (its outputs: "
+                              f"{known})")
+        params = item.get("parameters") or {}
+        binary = params.get("binary_data") if isinstance(params, dict) else None
+        chosen[name] = binary if isinstance(binary, bool) else None
+    return chosen
