@@ -14,6 +14,7 @@ WEBHOOK_DRAIN_SECONDS = 10.0
 def install(app: Any) -> None:
     """Called once when the app is built."""
     _install_webhooks(app)
+    _install_v2(app)
 
 
 def _install_webhooks(app: Any) -> None:
@@ -22,3 +23,10 @@ def _install_webhooks(app: Any) -> None:
 
     app.cog.webhook_listener = webhooks.listener_factory()
     app.service.on_drain.append(lambda: webhooks.drain(WEBHOOK_DRAIN_SECONDS))
+
+
+def _install_v2(app: Any) -> None:
+    """The Open Inference Protocol on the same service, under /v2."""
+    from cogserve.v2.routes import V2Routes
+
+    app.mounts.append(("/v2", V2Routes(app.service, app.cog.max_body)))
