@@ -70,8 +70,8 @@ class CogRoutes:
         wants_sse = "text/event-stream" in (header(scope, b"accept") or "")
         if wants_sse:
             if mode == "train":
-                raise HTTPError(406, {"error": "Trainings do not support server-sent event "
-                                               "streaming."})
+                raise HTTPError(406, {"error": "Training endpoints do not support streaming "
+                                               "responses."})
             if not service.streaming and service.schema is not None:
                 raise HTTPError(406, {"error": "This model does not support streaming responses."
                                                " Add @cog.streaming to predict() to enable SSE."})

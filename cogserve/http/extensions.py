@@ -14,6 +14,7 @@ WEBHOOK_DRAIN_SECONDS = 10.0
 def install(app: Any) -> None:
     """Called once when the app is built."""
     _install_webhooks(app)
+    _install_sse(app)
     _install_v2(app)
 
 
@@ -23,6 +24,13 @@ def _install_webhooks(app: Any) -> None:
 
     app.cog.webhook_listener = webhooks.listener_factory()
     app.service.on_drain.append(lambda: webhooks.drain(WEBHOOK_DRAIN_SECONDS))
+
+
+def _install_sse(app: Any) -> None:
+    """`Accept: text/event-stream` on /predictions (streaming models; others get 406)."""
+    from cogserve.http import sse
+
+    app.cog.sse_handler = sse.handler(app.service)
 
 
 def _install_v2(app: Any) -> None:

@@ -23,6 +23,7 @@ import orjson
 
 import cogserve
 from cogserve.config import ModelConfig, env_float
+from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
 from cogserve.runtime.outputs import has_files, resolve_files
 from cogserve.runtime.prediction import Prediction, iso, now
 from cogserve.runtime.supervisor import WorkerProcess, WorkerSpec, describe_exit
@@ -53,6 +54,7 @@ class Settings:
     upload_url: str | None = None
     model_name: str | None = None
     model_version: str | None = None
+    stream_history: int = DEFAULT_CAPACITY  # SSE replay buffer, in events
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -66,6 +68,7 @@ class Settings:
             cancel_timeout=env_float("COGSERVE_CANCEL_TIMEOUT", 5.0) or 5.0,
             healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
             upload_url=upload_url,
+            stream_history=capacity_from(env.get("COG_STREAM_HISTORY_CAPACITY")),
             extra_env=config.environment,
         )
 
@@ -350,6 +353,8 @@ class Service:
         )
         for listener in listeners or ():
             prediction.subscribe(listener)
+        if self.streaming:  # SSE replay; other models pay nothing
+            prediction.subscribe(EventHistory(self.settings.stream_history))
         self.free -= 1
         self.predictions[prediction_id] = prediction
         message: dict[str, Any] = {"t": "predict", "id": prediction_id, "input": raw_input}

@@ -1,0 +1,125 @@
+"""A streaming prediction's event history: the replay buffer behind SSE reconnects.
+
+One `EventHistory` is subscribed to each prediction of a `@streaming` model when the
+prediction is created (other models pay nothing). It encodes every event once, in
+the exact bytes an SSE client receives, keeps the most recent `capacity` of them so a
+client reconnecting with `PUT` can be replayed the stream, and hands each new frame
+to the live streams attached to it. Encoding once means N clients and the replay
+share the same bytes objects: a client costs a list append per event, not a JSON dump.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+
+if TYPE_CHECKING:
+    from cogserve.runtime.prediction import Prediction
+
+DEFAULT_CAPACITY = 1024
+
+
+class Stream(Protocol):
+    """What a live SSE stream offers the history: a non-blocking push of one frame."""
+
+    def push(self, frame: bytes, last: bool) -> None: ...
+
+
+def frame(name: bytes, data: Any) -> bytes:
+    """One SSE event as sent: `event: NAME\\ndata: JSON\\n\\n` (orjson never emits a newline)."""
+    return b"event: " + name + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+def encode(prediction: Prediction, event: str, payload: dict[str, Any]) -> bytes:
+    """The SSE frame for one Prediction event; keys in the reference's (sorted) order."""
+    if event == "output":
+        return frame(b"output", {"chunk": payload["chunk"], "index": payload["index"]})
+    if event == "log":
+        return frame(b"log", {"data": payload["data"], "source": payload["source"]})
+    if event == "metric":
+        return frame(b"metric", {"mode": payload["mode"], "name": payload["name"],
+                                 "value": payload["value"]})
+    if event == "start":
+        return frame(b"start", {"id": prediction.id, "status": "processing"})
+    return frame(b"completed", prediction.to_dict())
+
+
+class EventHistory:
+    """Prediction listener: the replay ring buffer plus the fan-out to live streams."""
+
+    __slots__ = ("events", "total", "start", "streams", "finished")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.events: deque[bytes] | None = deque(maxlen=capacity) if capacity > 0 else None
+        self.total = 0  # events seen, so `total - len(events)` is how many fell out
+        self.start: bytes | None = None  # kept even at capacity 0: the creator's first event
+        self.streams: list[Stream] = []
+        self.finished = False
+
+    def __call__(self, prediction: Prediction, event: str, payload: dict[str, Any]) -> None:
+        self.total += 1
+        last = event == "completed"
+        if self.events is None and not self.streams and event != "start":
+            self.finished = self.finished or last
+            return  # nobody to tell and nothing to keep: skip the encoding
+        data = encode(prediction, event, payload)
+        if event == "start":
+            self.start = data
+        if self.events is not None:
+            self.events.append(data)
+        for stream in self.streams:
+            stream.push(data, last)
+        if last:
+            self.finished = True
+            self.streams = []
+
+    def attach(self, stream: Stream, created: bool) -> tuple[list[bytes], int]:
+        """Register a live stream; return (frames to replay first, events lost from replay).
+
+        A stream whose replay lost events is not registered: it can only report that.
+        Called synchronously, so no event can slip between the snapshot and the
+        registration. The creator of a prediction gets its `start` event even with
+        replay disabled, since it was emitted before the stream could attach.
+        """
+        if self.events is None:
+            replay = [self.start] if created and self.start is not None else []
+            skipped = 0
+        else:
+            replay = list(self.events)
+            skipped = self.total - len(replay)
+        if skipped == 0 and not self.finished:
+            self.streams.append(stream)
+        return replay, skipped
+
+    def detach(self, stream: Stream) -> None:
+        try:
+            self.streams.remove(stream)
+        except ValueError:
+            pass
+
+
+def history_of(prediction: Prediction) -> EventHistory | None:
+    for listener in prediction.listeners:
+        if isinstance(listener, EventHistory):
+            return listener
+    return None
+
+
+def capacity_from(raw: str | None) -> int:
+    """COG_STREAM_HISTORY_CAPACITY: a count of events; invalid values fall back to 1024."""
+    if raw is None or not raw.strip():
+        return DEFAULT_CAPACITY
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        import logging
+
+        logging.getLogger("cogserve").warning(
+            "COG_STREAM_HISTORY_CAPACITY=%r is not a count of events; using %d",
+            raw, DEFAULT_CAPACITY)
+        return DEFAULT_CAPACITY
+    return value
