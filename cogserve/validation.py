@@ -207,6 +207,9 @@ def _length_check(name: str, limit: int, word: str, cmp: Callable[[int, int], bo
 _URL_SCHEMES = ("http://", "https://", "data:")
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
 def _uri_check(name: str) -> Check:
     def check(value: str, errors: Errors) -> None:
         if not value.startswith(_URL_SCHEMES):
@@ -214,8 +217,24 @@ def _uri_check(name: str) -> Check:
                 (name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
                        "data: URLs")
             )
+        elif value.startswith("data:"):
+            problem = _data_url_problem(value)
+            if problem:
+                errors.append((name, f"malformed data URL: {problem}"))
 
     return check
+
+
+def _data_url_problem(value: str) -> str | None:
+    """What the worker's decoder would refuse, found before a slot is taken."""
+    header, comma, payload = value[5:].partition(",")
+    if not comma:
+        return "no comma between the media type and the data"
+    if "base64" in header.split(";")[1:] and (
+        len(payload) % 4 or not _BASE64.fullmatch(payload)
+    ):
+        return "the data is not valid base64"
+    return None
 
 
 class InputValidator:
@@ -262,7 +281,14 @@ class InputValidator:
         """A copy of `value` fit to echo back: Secret inputs masked."""
         if not self.secret_fields or not self.secret_fields.intersection(value):
             return value
-        return {k: ("**********" if k in self.secret_fields else v) for k, v in value.items()}
+        return {k: (_mask(v) if k in self.secret_fields else v) for k, v in value.items()}
+
+
+def _mask(value: Any) -> Any:
+    """Each secret becomes stars; a list of secrets keeps its length, None stays None."""
+    if isinstance(value, list):
+        return ["**********" if v is not None else None for v in value]
+    return "**********" if value is not None else None
 
 
 def _is_secret(prop: dict[str, Any], components: dict[str, Any]) -> bool:

@@ -3,6 +3,9 @@
 The worker reports a file by path (`{"__cogserve_file__": path}`); here it becomes a
 base64 `data:` URL, or is uploaded with `PUT` multipart/form-data to the prediction's
 `output_file_prefix` or the server's `--upload-url`, and replaced by the URL.
+Large files are the point of care: an upload streams from disk, and a data URL is
+encoded chunk by chunk into one buffer, so a 50 MiB file never exists in the parent
+as raw bytes, base64 bytes and a string at once.
 """
 
 from __future__ import annotations
@@ -11,25 +14,35 @@ import base64
 import mimetypes
 import os
 import pathlib
+import re
 import shutil
 from typing import Any
 
 FILE_KEY = "__cogserve_file__"
 SPILL_PREFIX = "cogserve-out-"
+_CHUNK = 3 * (1 << 18)  # a multiple of 3, so chunks encode without padding in between
+# names tempfile makes (tmp + 8 random characters) say nothing to the client
+_TEMP_NAME = re.compile(r"^tmp[a-z0-9_]{8}")
 
 
 def has_files(message: dict[str, Any]) -> bool:
     return bool(message.get("files"))
 
 
-async def resolve_files(value: Any, prediction: Any, upload_url: str | None) -> Any:
-    """Replace every file marker in `value` (recursively)."""
+async def resolve_files(value: Any, prediction: Any, upload_url: str | None,
+                        index: int | None = None) -> Any:
+    """Replace every file marker in `value` (recursively).
+
+    `index` numbers a file among its siblings (its place in a list, or an iterator
+    output's place in the stream), for upload names like `output.2.png`.
+    """
     if isinstance(value, dict):
         if FILE_KEY in value and len(value) == 1:
-            return await _resolve_one(value[FILE_KEY], prediction, upload_url)
-        return {k: await resolve_files(v, prediction, upload_url) for k, v in value.items()}
+            return await _resolve_one(value[FILE_KEY], prediction, upload_url, index)
+        return {k: await resolve_files(v, prediction, upload_url, index)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [await resolve_files(v, prediction, upload_url) for v in value]
+        return [await resolve_files(v, prediction, upload_url, i) for i, v in enumerate(value)]
     return value
 
 
@@ -38,13 +51,23 @@ def mime_type(path: str) -> str:
     return guessed or "application/octet-stream"
 
 
-async def _resolve_one(path: str, prediction: Any, upload_url: str | None) -> str:
+def upload_name(path: str, index: int | None) -> str:
+    """The file's own name, or `output[.index].ext` when it has no meaningful one."""
+    name = pathlib.Path(path).name
+    stem, ext = os.path.splitext(name)
+    if stem and stem != "output" and not _TEMP_NAME.match(stem):
+        return name
+    return f"output.{index}{ext}" if index is not None else f"output{ext}"
+
+
+async def _resolve_one(path: str, prediction: Any, upload_url: str | None,
+                       index: int | None) -> str:
     prefix = getattr(prediction, "output_file_prefix", None) or upload_url
     try:
         if prefix:
             from cogserve.runtime.uploads import upload_file
 
-            return await upload_file(path, prefix)
+            return await upload_file(path, prefix, upload_name(path, index))
         return data_url(path)
     finally:
         _discard_spilled(path)
@@ -58,10 +81,21 @@ def _discard_spilled(path: str) -> None:
 
 
 def data_url(path: str) -> str:
-    """Encode a file as a data URL, reading it once and encoding without extra copies."""
+    """Encode a file as a data URL: one base64 buffer filled chunk by chunk, then the str.
+
+    Peak memory is about twice the encoded size (the buffer and the final str), instead
+    of raw + encoded + decoded + concatenated copies.
+    """
     size = os.path.getsize(path)
+    head = f"data:{mime_type(pathlib.Path(path).name)};base64,".encode("ascii")
+    out = bytearray(len(head) + 4 * ((size + 2) // 3))
+    out[: len(head)] = head
+    pos = len(head)
     with open(path, "rb") as fh:
-        raw = fh.read(size)
-    encoded = base64.b64encode(raw)
-    del raw
-    return "data:" + mime_type(pathlib.Path(path).name) + ";base64," + encoded.decode("ascii")
+        while chunk := fh.read(_CHUNK):
+            encoded = base64.b64encode(chunk)
+            out[pos: pos + len(encoded)] = encoded
+            pos += len(encoded)
+    if pos != len(out):  # the file changed size while we read it
+        del out[pos:]
+    return out.decode("ascii")

@@ -97,7 +97,10 @@ class Service:
         self._health_seq = 0
         self._setup_timer: asyncio.TimerHandle | None = None
         self._restarting = False
-        self._spill_dir = tempfile.mkdtemp(prefix="cogserve-spill-")
+        # One folder for all of this server's temporary files: the worker's TMPDIR (so
+        # its prediction folders and the model's tempfiles land here) and input spill
+        # files. Emptied when the worker (re)starts, removed when the server stops.
+        self.tmp_root = tempfile.mkdtemp(prefix="cogserve-")
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
@@ -111,9 +114,11 @@ class Service:
                       "logs": ""}
         self._setup_logs = []
         self.ready.clear()
+        clear_folder(self.tmp_root)
         self.worker = WorkerProcess(
             WorkerSpec(ref=self.config.ref("predict"), directory=str(self.config.directory),
-                       train_ref=self.config.train_ref, env=self.settings.extra_env,
+                       train_ref=self.config.train_ref,
+                       env={"TMPDIR": self.tmp_root, **self.settings.extra_env},
                        schema_only=self.gate),
             self._on_control, self._on_data, self._on_exit,
         )
@@ -126,7 +131,7 @@ class Service:
         self.shutting_down = True
         if self.worker is not None:
             await self.worker.stop()
-        shutil.rmtree(self._spill_dir, ignore_errors=True)
+        shutil.rmtree(self.tmp_root, ignore_errors=True)
 
     async def drain(self) -> None:
         """Wait until every in-flight prediction has finished."""
@@ -209,8 +214,10 @@ class Service:
     def _on_data(self, message: dict[str, Any]) -> None:
         prediction = self.predictions.get(message.get("id", ""))
         if prediction is None:
+            self._discard_folder(message)  # e.g. it failed already on an upload error
             return
-        if prediction.tail is None and not (message.get("files") or has_files(message)):
+        if prediction.tail is None and not (message.get("files") or has_files(message)
+                                            or "tmpdir" in message):
             self._apply(prediction, message)
             return
         previous = prediction.tail
@@ -224,15 +231,25 @@ class Service:
             await previous
         try:
             if "output" in message and message["output"] is not None:
+                # an iterator's file is named by its place in the stream: output.<n>.ext
+                index = len(prediction.current_output()) if message["t"] == "output" else None
                 message["output"] = await resolve_files(
-                    message["output"], prediction, self.settings.upload_url
+                    message["output"], prediction, self.settings.upload_url, index
                 )
         except Exception as exc:  # noqa: BLE001 - an upload failure fails the prediction
             if not prediction.terminal:
                 self._cancel_on_worker(prediction)
                 self._complete(prediction, "failed", f"file output: {exc}")
+            self._discard_folder(message)
             return
         self._apply(prediction, message)
+        self._discard_folder(message)
+
+    def _discard_folder(self, message: dict[str, Any]) -> None:
+        """Remove a prediction folder the worker handed over once its files were sent."""
+        folder = message.get("tmpdir")
+        if folder and os.path.dirname(os.path.abspath(folder)) == self.tmp_root:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _apply(self, prediction: Prediction, message: dict[str, Any]) -> None:
         if prediction.terminal:
@@ -376,7 +393,7 @@ class Service:
         body = orjson.dumps(raw)
         if len(body) <= SPILL_THRESHOLD:
             return
-        fd, path = tempfile.mkstemp(prefix="input-", suffix=".json", dir=self._spill_dir)
+        fd, path = tempfile.mkstemp(prefix="input-", suffix=".json", dir=self.tmp_root)
         with os.fdopen(fd, "wb") as fh:
             fh.write(body)
         message["input"] = None
@@ -444,6 +461,23 @@ class Service:
         if result.get("status") != "healthy":
             return result.get("error") or "user healthcheck failed"
         return None
+
+
+def clear_folder(folder: str) -> None:
+    """Remove everything inside `folder` (what a previous worker left), keeping it."""
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        os.makedirs(folder, exist_ok=True)
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 def generate_id() -> str:

@@ -39,7 +39,7 @@ def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None) ->
         )
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "cogserve"})
-        with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
+        with _opener().open(request, timeout=DOWNLOAD_TIMEOUT) as response:
             name = _name_from_response(response, url, index)
             target = _unique(dest, name)
             with open(target, "wb") as out:
@@ -52,6 +52,24 @@ def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None) ->
         raise FetchError(f"input {label}: downloading {_short(url)} failed: {exc.reason}") from None
     except (TimeoutError, OSError) as exc:
         raise FetchError(f"input {label}: downloading {_short(url)} failed: {exc}") from None
+
+
+_http_only: urllib.request.OpenerDirector | None = None
+
+
+def _opener() -> urllib.request.OpenerDirector:
+    """urllib's opener without its file: and ftp: handlers, so a redirect cannot reach them."""
+    global _http_only
+    if _http_only is None:
+        opener = urllib.request.OpenerDirector()
+        for handler in (urllib.request.ProxyHandler(), urllib.request.UnknownHandler(),
+                        urllib.request.HTTPHandler(), urllib.request.HTTPSHandler(),
+                        urllib.request.HTTPDefaultErrorHandler(),
+                        urllib.request.HTTPRedirectHandler(),
+                        urllib.request.HTTPErrorProcessor()):
+            opener.add_handler(handler)
+        _http_only = opener
+    return _http_only
 
 
 def _fetch_data_url(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathlib.Path:

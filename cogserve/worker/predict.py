@@ -24,10 +24,11 @@ import orjson
 from cogserve.exceptions import CancelationException
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
-from cogserve.worker import inputs, outputs
+from cogserve.worker import inputs, outputs, tempdirs
 from cogserve.worker.logs import LogTarget, Router
 
 Send = Callable[[dict[str, Any]], None]
+_TERMINAL = frozenset({"done", "failed", "cancelled"})
 
 
 class Job:
@@ -47,10 +48,36 @@ class Job:
         self._tmpdir: pathlib.Path | None = None
         self.output_dir = message.get("output_dir") or ""
         self.opened: list[Any] = []
+        self.files_sent = False
 
     def send(self, message: dict[str, Any]) -> None:
         message["id"] = self.id
+        if message.get("files"):
+            self.files_sent = True
+        if message["t"] in _TERMINAL:
+            self._release_folder(message)
         self._send(message)
+
+    def _release_folder(self, message: dict[str, Any]) -> None:
+        """Before the terminal message: remove the prediction's folder, or hand it over.
+
+        Removing it first means a client that has its response finds no file left. If a
+        file output was reported, the parent still has to read it (uploads may be under
+        way), so the terminal message names the folder and the parent removes it.
+        """
+        for handle in self.opened:
+            try:
+                handle.close()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        self.opened.clear()
+        if self._tmpdir is None:
+            return
+        if self.files_sent:
+            message["tmpdir"] = str(self._tmpdir)
+        else:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        self._tmpdir = None
 
     def _log(self, source: str, data: str) -> None:
         self.send({"t": "log", "source": source, "data": data})
@@ -72,9 +99,10 @@ class Job:
         return self.message.get("input") or {}
 
     def tmpdir(self) -> pathlib.Path:
-        """This prediction's input folder, created on first use."""
+        """This prediction's folder (inputs, and the model's tempfile files), made on first use."""
         if self._tmpdir is None:
-            self._tmpdir = pathlib.Path(tempfile.mkdtemp(prefix="cogserve-in-"))
+            self._tmpdir = pathlib.Path(tempfile.mkdtemp(prefix="cogserve-in-",
+                                                         dir=tempdirs.base()))
         return self._tmpdir
 
     def cleanup(self) -> None:
@@ -135,6 +163,7 @@ def run_sync(model: LoadedModel, job: Job) -> None:
     _current_sync = job
     token = job.router.bind(job.id, job.logs)
     scope_token = bind_scope(job.scope)
+    tmp_token = tempdirs.bind(job.tmpdir)
     started = time.perf_counter()
     spec = model.signature.output
     try:
@@ -176,6 +205,7 @@ def run_sync(model: LoadedModel, job: Job) -> None:
     finally:
         job.in_user_code = False
         _current_sync = None
+        tempdirs.unbind(tmp_token)
         unbind_scope(scope_token)
         job.router.unbind(job.id, token)
         job.cleanup()
@@ -199,6 +229,7 @@ async def run_async(model: LoadedModel, job: Job) -> None:
     loop = asyncio.get_running_loop()
     token = job.router.bind(job.id, job.logs)
     scope_token = bind_scope(job.scope)
+    tmp_token = tempdirs.bind(job.tmpdir)
     started = time.perf_counter()
     spec = model.signature.output
     try:
@@ -235,6 +266,7 @@ async def run_async(model: LoadedModel, job: Job) -> None:
     except BaseException as exc:  # noqa: BLE001
         job.fail(exc)
     finally:
+        tempdirs.unbind(tmp_token)
         unbind_scope(scope_token)
         job.router.unbind(job.id, token)
         job.cleanup()

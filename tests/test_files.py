@@ -1,0 +1,351 @@
+"""Files in and out, end to end: real servers for downloads (http, self-signed https) and
+uploads, a real `cogserve serve` with TMPDIR pointed at a test-owned folder that must be
+empty of prediction files after every case, and gone entirely once the server exits."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from filehub import FileServer, Receiver, self_signed_cert
+from harness import Server, free_port
+
+MiB = 1 << 20
+BLOCK = b"0123456789abcdef" * 65536  # what tests/models/files_out writes
+
+
+def pattern(size: int) -> bytes:
+    return (BLOCK * (size // len(BLOCK) + 1))[:size]
+
+
+def leftovers(tmp: Path) -> list[str]:
+    """Everything under the server's TMPDIR except its (empty) per-server folder."""
+    found = []
+    for path in sorted(tmp.rglob("*")):
+        rel = path.relative_to(tmp)
+        if len(rel.parts) == 1 and rel.name.startswith("cogserve-") and path.is_dir():
+            continue
+        found.append(str(rel))
+    return found
+
+
+def stop_gracefully(server: Server) -> None:
+    os.kill(server.pid, signal.SIGTERM)
+    server.process.wait(timeout=20)
+
+
+def peak_rss(pid: int) -> int:
+    """The process's high-water resident set size, in bytes (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+class Hub:
+    def __init__(self, folder: Path) -> None:
+        self.cert = self_signed_cert(folder)
+        self.http = FileServer()
+        self.https = FileServer(self.cert)
+        self.receiver = Receiver()
+
+    def close(self) -> None:
+        self.http.close()
+        self.https.close()
+        self.receiver.close()
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    hub = Hub(tmp_path_factory.mktemp("certs"))
+    yield hub
+    hub.close()
+
+
+@pytest.fixture
+def receiver(hub: Hub) -> Iterator[Receiver]:
+    receiver = hub.receiver
+    receiver.uploads.clear()
+    receiver.hooks.clear()
+    receiver.location, receiver.fail_status = "absolute", None
+    yield receiver
+
+
+def _module_server(tmp_path_factory: pytest.TempPathFactory, model: str, hub: Hub,
+                   **env: str) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("tmpdir")
+    server = Server(model, env={"TMPDIR": str(tmp), "SSL_CERT_FILE": str(hub.cert[0]), **env})
+    server.tmp = tmp  # type: ignore[attr-defined]
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory, hub: Hub) -> Iterator[Server]:
+    yield from _module_server(tmp_path_factory, "files_in", hub, COGSERVE_DOWNLOAD_TIMEOUT="2")
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory, hub: Hub) -> Iterator[Server]:
+    yield from _module_server(tmp_path_factory, "files_out", hub)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def test_http_https_data_and_list_inputs_arrive_as_local_files(inputs, hub):
+    hub.http.files["/img/photo.png"] = (b"png bytes", "image/png", None)
+    hub.http.files["/download?id=3"] = (b"a,b\n1,2\n", "text/csv", "report.csv")
+    hub.http.files["/noext"] = (b"{}", "application/json", None)
+    hub.https.files["/secure/notes.txt"] = (b"over tls", "text/plain", None)
+    body = inputs.predict(
+        p=f"{hub.http.url}/img/photo.png",
+        f="data:text/plain;base64," + base64.b64encode(b"handle me").decode(),
+        ps=[f"{hub.https.url}/secure/notes.txt", "data:,plain%20text",
+            f"{hub.http.url}/download?id=3", f"{hub.http.url}/noext"],
+    ).json()
+    assert body["status"] == "succeeded", body
+    out = body["output"]
+    assert out["p"]["name"] == "photo.png" and out["p"]["data"] == "png bytes"
+    assert out["p"]["is_path"] and out["p"]["local"]
+    assert out["f"] == {"read": "handle me", "has_read": True}
+    assert [x["name"] for x in out["ps"]] == ["notes.txt", "input.1.txt", "report.csv",
+                                             "noext.json"]
+    assert [x["data"] for x in out["ps"]] == ["over tls", "plain text", "a,b\n1,2\n", "{}"]
+    # one folder per prediction, inside the server's TMPDIR; the model's tempfiles too
+    folder = out["p"]["dir"]
+    assert all(x["dir"] == folder for x in out["ps"]) and out["junk_dir"] == folder
+    assert folder.startswith(str(inputs.tmp))
+    assert body["input"]["ps"][1] == "data:,plain%20text"
+    assert leftovers(inputs.tmp) == []
+
+
+@pytest.mark.parametrize("case", ["404", "refused", "timeout", "list-item"])
+def test_download_failure_fails_the_prediction_naming_the_input(inputs, hub, case):
+    hub.http.files["/ok.txt"] = (b"ok", "text/plain", None)
+    if case == "404":
+        body = inputs.predict(p=f"{hub.http.url}/missing.png").json()
+        expected = ("input p:", "HTTP 404")
+    elif case == "refused":
+        body = inputs.predict(p=f"http://127.0.0.1:{free_port()}/x.png").json()
+        expected = ("input p:", "refused")
+    elif case == "timeout":  # COGSERVE_DOWNLOAD_TIMEOUT=2 on this server
+        body = inputs.predict(p=f"{hub.http.url}/slow/x.png").json()
+        expected = ("input p:", "timed out")
+    else:
+        body = inputs.predict(ps=[f"{hub.http.url}/ok.txt", f"{hub.http.url}/gone.txt"]).json()
+        expected = ("input ps[1]:", "HTTP 404")
+    assert body["status"] == "failed", body
+    for text in expected:
+        assert text in body["error"], body["error"]
+    assert leftovers(inputs.tmp) == []
+    assert inputs.predict().json()["status"] == "succeeded"  # the worker is fine
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("file:///etc/hostname", "is not a URL"),
+    ("/etc/hostname", "is not a URL"),
+    ("ftp://127.0.0.1/x", "is not a URL"),
+    ("data:text/plain;base64,@@not-base64@@", "malformed data URL: the data is not valid"),
+    ("data:text/plain;base64,YWJj=", "malformed data URL"),
+    ("data:text/plain", "malformed data URL: no comma"),
+])
+def test_unfetchable_file_inputs_are_422_before_run(inputs, value, message):
+    for payload, loc in (({"p": value}, ["p"]), ({"ps": ["data:,ok", value]}, ["ps", 1])):
+        r = inputs.client.post("/predictions", json={"input": payload})
+        assert r.status_code == 422, r.text
+        detail = r.json()["detail"]
+        assert detail[0]["loc"] == ["body", "input", *loc], detail
+        assert message in detail[0]["msg"], detail
+    assert inputs.health()["status"] == "READY"
+    assert leftovers(inputs.tmp) == []
+
+
+def test_secret_is_redacted_in_response_logs_and_model(inputs):
+    value = "hunter2-do-not-print-me"
+    r = inputs.predict(secret=value, text="x")
+    body = r.json()
+    assert body["status"] == "succeeded", body
+    assert value not in r.text
+    assert body["input"]["secret"] == "**********"
+    assert body["output"]["secret"] == {"str": "**********", "repr": "Secret('**********')",
+                                        "length": len(value)}
+    assert "str=********** repr=Secret('**********')" in body["logs"]
+    assert value not in inputs.output()  # the server's own stdout/stderr
+
+
+def test_input_over_6_mib_goes_through_a_spill_file_that_is_removed(inputs):
+    text = "x" * (7 * MiB)
+    body = inputs.predict(text=text).json()
+    assert body["status"] == "succeeded", body["error"]
+    assert body["output"]["text"] == {"length": 7 * MiB, "spilled": True,
+                                      "inline_input": False, "spill_file_left": False}
+    small = inputs.predict(text="y" * 1000).json()["output"]["text"]
+    assert small["spilled"] is False and small["inline_input"] is True
+    assert leftovers(inputs.tmp) == []
+
+
+def test_cancel_removes_the_prediction_files(inputs, hub, receiver):
+    hub.http.files["/big.bin"] = (b"z" * 100_000, "application/octet-stream", None)
+    r = inputs.client.post("/predictions", headers={"Prefer": "respond-async"}, json={
+        "id": "cancel-me", "input": {"p": f"{hub.http.url}/big.bin", "sleep": 60},
+        "webhook": f"{receiver.url}/hook"})
+    assert r.status_code == 202
+    receiver.wait_for_hook(lambda b: "sleeping" in (b.get("logs") or ""))
+    assert any(p.name == "big.bin" for p in inputs.tmp.rglob("*"))  # it was there
+    assert inputs.client.post("/predictions/cancel-me/cancel").status_code == 200
+    receiver.wait_for_hook(lambda b: b["status"] == "canceled")
+    inputs.wait_for("READY")
+    assert leftovers(inputs.tmp) == []
+
+
+def test_worker_restart_and_server_exit_remove_every_temp_file(tmp_path, hub, receiver):
+    server = Server("files_in", env={"TMPDIR": str(tmp_path), "COGSERVE_CANCEL_TIMEOUT": "1"})
+    try:
+        hub.http.files["/keep.txt"] = (b"kept", "text/plain", None)
+        r = server.client.post("/predictions", headers={"Prefer": "respond-async"}, json={
+            "id": "stubborn", "input": {"p": f"{hub.http.url}/keep.txt", "sleep": 60,
+                                        "swallow": True},
+            "webhook": f"{receiver.url}/hook"})
+        assert r.status_code == 202
+        receiver.wait_for_hook(lambda b: "sleeping" in (b.get("logs") or ""))
+        assert leftovers(tmp_path) != []  # the input and the model's tempfile
+        old_workers = server.worker_pids()
+        server.client.post("/predictions/stubborn/cancel")
+        receiver.wait_for_hook(lambda b: b["status"] == "canceled")
+        server.wait_for("READY")
+        assert server.worker_pids() != old_workers  # a new worker
+        assert leftovers(tmp_path) == []
+        assert server.predict(sleep=0).json()["status"] == "succeeded"
+        stop_gracefully(server)
+        assert server.process.returncode == 0
+        assert list(tmp_path.iterdir()) == []  # the per-server folder is gone too
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def test_file_outputs_default_to_data_urls_with_mime_types(outputs):
+    body = outputs.predict(mode="named", name="result.txt", size=5).json()
+    assert body["output"] == "data:text/plain;base64," + base64.b64encode(b"01234").decode()
+    body = outputs.predict(mode="temp", name="x.png", size=3).json()
+    assert body["output"] == "data:image/png;base64," + base64.b64encode(b"012").decode()
+    body = outputs.predict(mode="handle", name="h.json", size=2).json()
+    assert body["output"] == "data:application/json;base64," + base64.b64encode(b"01").decode()
+    assert leftovers(outputs.tmp) == []
+
+
+def test_file_outputs_upload_to_output_file_prefix(outputs, hub, receiver):
+    prefix = f"{receiver.url}/up"
+
+    def run(**inputs):
+        r = outputs.client.post("/predictions", json={"input": inputs,
+                                                      "output_file_prefix": prefix})
+        body = r.json()
+        assert body["status"] == "succeeded", body
+        return body["output"]
+
+    assert run(mode="named", name="result.txt", size=5) == f"{receiver.url}/stored/result.txt"
+    up = receiver.uploads[-1]
+    assert (up.path, up.name, up.content_type, up.head) == ("/up/", "result.txt",
+                                                            "text/plain", b"01234")
+    run(mode="temp", name="x.png", size=4)  # tmpXXXXXXXX.png means nothing to a client
+    assert (receiver.uploads[-1].name, receiver.uploads[-1].content_type) == ("output.png",
+                                                                              "image/png")
+    receiver.location = None
+    assert run(mode="named", name="plain.txt") == f"{prefix}/plain.txt"
+    receiver.location = "relative"
+    assert run(mode="named", name="r.txt") == f"{receiver.url}/stored/rel-r.txt"
+    hub.http.files["/cat.jpg"] = (b"meow", "image/jpeg", None)
+    receiver.location = "absolute"
+    assert run(mode="echo", src=f"{hub.http.url}/cat.jpg") == f"{receiver.url}/stored/cat.jpg"
+    assert receiver.uploads[-1].head == b"meow"
+    assert len(receiver.uploads) == 5
+    assert leftovers(outputs.tmp) == []
+
+
+def test_upload_failure_fails_the_prediction(outputs, receiver):
+    receiver.fail_status = 500
+    body = outputs.client.post("/predictions", json={
+        "input": {"name": "result.txt"}, "output_file_prefix": receiver.url}).json()
+    assert body["status"] == "failed"
+    assert "uploading result.txt" in body["error"] and "HTTP 500" in body["error"]
+    body = outputs.client.post("/predictions", json={
+        "input": {"name": "result.txt"},
+        "output_file_prefix": f"http://127.0.0.1:{free_port()}/"}).json()
+    assert body["status"] == "failed" and "ConnectError" in body["error"], body
+    assert leftovers(outputs.tmp) == []
+    assert outputs.predict().json()["status"] == "succeeded"
+
+
+def test_50_mib_output_streams_without_copies_in_the_parent(outputs, receiver):
+    size = 50 * MiB
+    digest = hashlib.sha256(pattern(size)).hexdigest()
+    before = peak_rss(outputs.pid)
+    body = outputs.client.post("/predictions", json={
+        "input": {"name": "big.bin", "size": size}, "output_file_prefix": receiver.url}).json()
+    assert body["status"] == "succeeded", body
+    assert (receiver.uploads[-1].size, receiver.uploads[-1].sha256) == (size, digest)
+    after_upload = peak_rss(outputs.pid)
+    # streamed: the parent never held the file (a single copy would be 50 MiB)
+    assert after_upload - before < 20 * MiB, (before, after_upload)
+
+    r = outputs.predict(name="big.bin", size=size)
+    url = r.json()["output"]
+    head = "data:application/octet-stream;base64,"
+    assert url.startswith(head)
+    assert hashlib.sha256(base64.b64decode(url[len(head):])).hexdigest() == digest
+    after_data = peak_rss(outputs.pid)
+    # the encoded text (67 MiB) is needed twice at most: the str and the response body
+    assert after_data - before < 3 * 67 * MiB, (before, after_data)
+    print(f"parent peak RSS: start {before / MiB:.0f} MiB, after upload "
+          f"{after_upload / MiB:.0f} MiB, after data URL {after_data / MiB:.0f} MiB")
+    assert leftovers(outputs.tmp) == []
+
+
+def test_files_in_structured_outputs_get_indexed_names(tmp_path, serve, receiver):
+    server = serve("files_object", env={"TMPDIR": str(tmp_path)})
+    body = server.predict(n=2).json()
+    assert body["output"]["image"].startswith("data:image/png;base64,")
+    assert [u.split(";")[0] for u in body["output"]["extras"]] == [
+        "data:text/plain", "data:text/plain", "data:text/markdown"]
+    body = server.client.post("/predictions", json={
+        "input": {"n": 2}, "output_file_prefix": receiver.url}).json()
+    assert body["output"]["note"] == "ok"
+    names = [u.name for u in receiver.uploads]
+    assert names == ["output.png", "output.0.txt", "output.1.txt", "notes.md"]
+    assert body["output"]["extras"][2] == f"{receiver.url}/stored/notes.md"
+    assert leftovers(tmp_path) == []
+
+
+def test_iterator_files_upload_one_by_one_to_upload_url_sync_and_async(tmp_path, serve,
+                                                                       receiver):
+    server = serve("files_iter", "--upload-url", f"{receiver.url}/bucket",
+                   env={"TMPDIR": str(tmp_path)})
+    body = server.predict(n=3, count_url=f"{receiver.url}/count").json()
+    assert body["status"] == "succeeded", body
+    # each file reached the receiver before the model made the next one
+    for i in (1, 2, 3):
+        assert f"receiver had {i} after yield {i}" in body["logs"]
+    assert body["output"] == [f"{receiver.url}/stored/output.{i}.txt" for i in range(3)]
+    assert [u.head for u in receiver.uploads] == [b"part 0", b"part 1", b"part 2"]
+    assert {u.path for u in receiver.uploads} == {"/bucket/"}
+    assert leftovers(tmp_path) == []
+
+    r = server.client.post("/predictions", headers={"Prefer": "respond-async"}, json={
+        "input": {"n": 2}, "webhook": f"{receiver.url}/hook"})
+    assert r.status_code == 202
+    done = receiver.wait_for_hook(lambda b: b["status"] == "succeeded")
+    assert done["output"] == [f"{receiver.url}/stored/output.{i}.txt" for i in range(2)]
+    assert len(receiver.uploads) == 5
+    server.wait_for("READY")
+    assert leftovers(tmp_path) == []
