@@ -47,7 +47,7 @@ class Server:
         )
         self.client = httpx.Client(base_url=self.url, timeout=60.0)
         if wait:
-            self.wait_for(wait, timeout)
+            self.wait_for(wait, timeout=timeout)
 
     @property
     def pid(self) -> int:

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import cog
 from cog import (
     BaseModel,
     BaseRunner,
@@ -15,8 +16,6 @@ from cog import (
     current_scope,
     streaming,
 )
-
-import cog
 
 
 class Runner(BaseRunner):
