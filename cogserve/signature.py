@@ -7,7 +7,6 @@ error names the file, the line and the parameter, because the author has to find
 
 from __future__ import annotations
 
-import ast
 import collections.abc
 import dataclasses
 import enum
@@ -15,7 +14,6 @@ import inspect
 import io
 import pathlib
 import re
-import textwrap
 import types
 import typing
 from dataclasses import dataclass, field
@@ -96,29 +94,38 @@ class Signature:
 
 
 class _Where:
-    """Formats "FILE:LINE: ..." for definition errors of one function."""
+    """Formats "FILE:LINE: ..." for definition errors of one function.
+
+    The source is parsed only when an error is raised: a good model pays nothing for it.
+    """
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
-        code = getattr(fn, "__code__", None)
-        self.file = code.co_filename if code else "<unknown>"
-        self.line = code.co_firstlineno if code else 0
-        self._param_lines: dict[str, int] = {}
+
+    def _lines(self) -> tuple[str, int, dict[str, int]]:
+        import ast
+        import textwrap
+
+        code = getattr(self.fn, "__code__", None)
+        file = code.co_filename if code else "<unknown>"
+        line = code.co_firstlineno if code else 0
+        params: dict[str, int] = {}
         try:
-            lines, start = inspect.getsourcelines(fn)
-            tree = ast.parse(textwrap.dedent("".join(lines)))
-            node = tree.body[0]
+            lines, start = inspect.getsourcelines(self.fn)
+            node = ast.parse(textwrap.dedent("".join(lines))).body[0]
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self.line = start + node.lineno - 1
+                line = start + node.lineno - 1
                 args = node.args
                 for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-                    self._param_lines[arg.arg] = start + arg.lineno - 1
+                    params[arg.arg] = start + arg.lineno - 1
         except (OSError, TypeError, SyntaxError, IndexError):
             pass
+        return file, line, params
 
     def error(self, message: str, param: str | None = None) -> DefinitionError:
-        line = self._param_lines.get(param, self.line) if param else self.line
-        where = f"{_short(self.file)}:{line}"
+        file, line, params = self._lines()
+        line = params.get(param, line) if param else line
+        where = f"{_short(file)}:{line}"
         subject = f"{self.fn.__qualname__}()"
         if param:
             subject += f' parameter "{param}"'

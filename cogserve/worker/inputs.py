@@ -14,7 +14,6 @@ from typing import Any
 from cogserve.runner import MISSING
 from cogserve.signature import InputSpec, Signature, TypeSpec
 from cogserve.types import Path, Secret
-from cogserve.worker.files import fetch
 
 _pool: ThreadPoolExecutor | None = None
 
@@ -46,6 +45,9 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
                 continue
         kwargs[spec.name] = _convert(spec, spec.type, value, jobs)
     if jobs:
+        # urllib/http.client/ssl cost ~10 ms of worker start; only file inputs need them
+        from cogserve.worker.files import fetch
+
         folder = tmpdir()
         futures = [
             (name, index, kind, _downloads().submit(fetch, url, folder, name, index))
