@@ -112,8 +112,8 @@ class Tensor:
             else:
                 for item in self._items:
                     if not isinstance(item, str | bytes):
-                        raise TensorError(f"{self.where}: BYTES elements must be strings, "
-                                          f"got {item!r}")
+                        raise TensorError(f"{self.where}: {item!r} is not a BYTES value "
+                                          "(a string)")
             return self._items
         assert self._raw is not None
         return unpack(self.dtype, self._raw, self.count, self.where)

@@ -141,6 +141,7 @@ class V2Routes:
 
     async def _infer(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         service = self.service
+        _accepting(service)  # not ready: say so before anything else, as the Cog routes do
         meta = self.metadata
         body = _decode(await read_body(receive, scope, self.max_body), scope, self.max_body)
         head, binary = _split(body, header(scope, b"inference-header-content-length"))
@@ -153,12 +154,11 @@ class V2Routes:
                                                       if msg == "Field required" else msg)
                 for field, msg in errors))
         requested = _requested_outputs(meta, request)
+        _accepting(service)
         try:
-            service.check_accepting()
             prediction = service.create(generate_id(), raw_input)
         except ServiceError as exc:
-            error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
-            raise TensorError(error or "the model cannot run now", exc.status) from None
+            raise _refused(exc) from None
         if not await _wait_or_disconnect(prediction, receive):
             service.cancel(prediction.id)
             return
@@ -242,6 +242,19 @@ class V2Routes:
         for i, blob in enumerate(blobs):
             await send({"type": "http.response.body", "body": blob,
                         "more_body": i < len(blobs) - 1})
+
+
+def _accepting(service: Service) -> None:
+    try:
+        service.check_accepting()
+    except ServiceError as exc:
+        raise _refused(exc) from None
+
+
+def _refused(exc: ServiceError) -> TensorError:
+    """The runtime's refusal (503 not ready, 409 every slot busy) in V2's error shape."""
+    error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
+    return TensorError(error or "the model cannot run now", exc.status)
 
 
 def _only(method: str, allowed: str) -> None:
