@@ -9,6 +9,7 @@ Messages follow the JSON Schema wording the reference server uses
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable
 from typing import Any
 
@@ -207,7 +208,7 @@ def _length_check(name: str, limit: int, word: str, cmp: Callable[[int, int], bo
 _URL_SCHEMES = ("http://", "https://", "data:")
 
 
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_BASE64_ALPHABET = (string.ascii_letters + string.digits + "+/").encode()
 
 
 def _uri_check(name: str) -> Check:
@@ -230,11 +231,17 @@ def _data_url_problem(value: str) -> str | None:
     header, comma, payload = value[5:].partition(",")
     if not comma:
         return "no comma between the media type and the data"
-    if "base64" in header.split(";")[1:] and (
-        len(payload) % 4 or not _BASE64.fullmatch(payload)
-    ):
+    if "base64" in header.split(";")[1:] and not _is_base64(payload):
         return "the data is not valid base64"
     return None
+
+
+def _is_base64(payload: str) -> bool:
+    """Strict base64 (as the worker decodes it); a C-speed scan, since it can be MiBs."""
+    if len(payload) % 4 or not payload.isascii():
+        return False
+    rest = payload.encode("ascii").translate(None, _BASE64_ALPHABET).decode("ascii")
+    return rest in ("", "=", "==") and payload.endswith(rest)
 
 
 class InputValidator:

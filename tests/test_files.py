@@ -145,6 +145,7 @@ def test_download_failure_fails_the_prediction_naming_the_input(inputs, hub, cas
     assert body["status"] == "failed", body
     for text in expected:
         assert text in body["error"], body["error"]
+    assert body["logs"] == body["error"] + "\n"  # one clear line, not our traceback
     assert leftovers(inputs.tmp) == []
     assert inputs.predict().json()["status"] == "succeeded"  # the worker is fine
 
@@ -348,4 +349,21 @@ def test_iterator_files_upload_one_by_one_to_upload_url_sync_and_async(tmp_path,
     assert done["output"] == [f"{receiver.url}/stored/output.{i}.txt" for i in range(2)]
     assert len(receiver.uploads) == 5
     server.wait_for("READY")
+    assert leftovers(tmp_path) == []
+
+
+def test_async_predictions_each_get_their_own_folder(tmp_path, serve, hub):
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = serve("files_async", env={"TMPDIR": str(tmp_path)})
+    hub.http.files["/one.txt"] = (b"one", "text/plain", None)
+    hub.http.files["/two.txt"] = (b"two", "text/plain", None)
+    with ThreadPoolExecutor(2) as pool:
+        bodies = list(pool.map(lambda n: server.predict(p=f"{hub.http.url}/{n}.txt").json(),
+                               ["one", "two"]))
+    for body, word in zip(bodies, ["ONE", "TWO"], strict=True):
+        assert body["status"] == "succeeded", body
+        assert body["output"]["file"] == ("data:text/plain;base64," +
+                                          base64.b64encode(word.encode()).decode())
+    assert bodies[0]["output"]["folder"] != bodies[1]["output"]["folder"]
     assert leftovers(tmp_path) == []

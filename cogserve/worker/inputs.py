@@ -46,7 +46,7 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
         kwargs[spec.name] = _convert(spec, spec.type, value, jobs)
     if jobs:
         # urllib/http.client/ssl cost ~10 ms of worker start; only file inputs need them
-        from cogserve.worker.files import fetch
+        from cogserve.worker.files import FetchError, fetch
 
         folder = tmpdir()
         futures = [
@@ -61,7 +61,7 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
             except Exception as exc:  # noqa: BLE001 - reported per input
                 errors.append(str(exc))
         if errors:
-            raise ValueError("; ".join(errors))
+            raise FetchError("; ".join(errors))
         for (name, index), (kind, path) in results.items():
             value = Path(path)
             if kind == "file":

@@ -25,6 +25,7 @@ from cogserve.exceptions import CancelationException
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
 from cogserve.worker import inputs, outputs, tempdirs
+from cogserve.worker.files import FetchError
 from cogserve.worker.logs import LogTarget, Router
 
 Send = Callable[[dict[str, Any]], None]
@@ -115,7 +116,7 @@ class Job:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
 
     def fail(self, exc: BaseException) -> None:
-        if isinstance(exc, outputs.OutputTypeError):  # our frames would only hide the point
+        if isinstance(exc, outputs.OutputTypeError | FetchError):  # our frames hide the point
             text = f"{exc}\n"
         else:
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
