@@ -51,12 +51,16 @@ def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str) -> Non
     except KeyError:
         raise ValueError(f"metric mode must be replace, incr or append, not {mode!r}") from None
     node = store
-    for part in parts[:-1]:
+    for depth, part in enumerate(parts[:-1]):
         child = node.get(part)
-        if not isinstance(child, dict):
+        if child is None:
             if value is None:
                 return
             child = node[part] = {}
+        elif not isinstance(child, dict):  # `a` is a number: `a.b` would silently erase it
+            prefix = ".".join(parts[: depth + 1])
+            raise TypeError(f"Metric {prefix!r} has type {type(child).__name__}, cannot set "
+                            f"{name!r} inside it without deleting first")
         node = child
     key = parts[-1]
     if value is None:

@@ -76,9 +76,9 @@ def input_property(spec: InputSpec, *, with_default: bool = True) -> dict[str, A
     if info.choices is not None:
         target["enum"] = list(info.choices)
     if info.ge is not None:
-        target["minimum"] = info.ge
+        target["minimum"] = _bound(info.ge, target)
     if info.le is not None:
-        target["maximum"] = info.le
+        target["maximum"] = _bound(info.le, target)
     if info.min_length is not None:
         key = "minItems" if prop.get("type") == "array" else "minLength"
         prop[key] = info.min_length
@@ -88,13 +88,26 @@ def input_property(spec: InputSpec, *, with_default: bool = True) -> dict[str, A
     if info.regex is not None:
         target["pattern"] = info.regex
     if with_default and info.default is not MISSING and info.default is not None:
-        prop["default"] = _json_default(info.default)
+        secret = spec.type.kind == "secret" or (spec.type.item is not None
+                                                and spec.type.item.kind == "secret")
+        prop["default"] = _redacted(info.default) if secret else _json_default(info.default)
     return prop
 
 
+def _bound(value: float, target: dict[str, Any]) -> float:
+    """`ge=0.0` on an int input is written `0`, as clients (and the reference) expect."""
+    if target.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _redacted(value: Any) -> Any:
+    return ["**********" for _ in value] if isinstance(value, list | tuple) else "**********"
+
+
 def _json_default(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return value.get_secret_value()
+    if isinstance(value, Secret):  # the schema is public; the worker keeps the real default
+        return "**********"
     if isinstance(value, tuple | list):
         return [_json_default(v) for v in value]
     if hasattr(value, "value") and type(value).__module__ != "builtins":  # an Enum member

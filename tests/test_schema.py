@@ -167,3 +167,20 @@ def test_server_serves_the_same_document(serve):
     server = serve(CONTRACT / "inputs")
     served = server.client.get("/openapi.json").json()
     assert served["components"]["schemas"]["Input"] == _input(schema_of("inputs"))
+
+
+def test_secret_defaults_are_not_published_and_int_bounds_stay_ints(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "from cog import Input, Secret\n\n"
+        "def go(key: Secret = Input(default=Secret('sk-123')), plain: Secret = 'sk-456',\n"
+        "       n: int = Input(default=1, ge=0.0, le=5.0)) -> str:\n"
+        "    return key.get_secret_value() + plain.get_secret_value() + str(n)\n")
+    result = cogserve("schema", tmp_path, "--predictor", "model.py:go")
+    assert result.returncode == 0, result.stderr
+    assert "sk-123" not in result.stdout and "sk-456" not in result.stdout
+    props = json.loads(result.stdout)["components"]["schemas"]["Input"]["properties"]
+    assert props["key"]["default"] == "**********"
+    assert (props["n"]["minimum"], props["n"]["maximum"]) == (0, 5)
+    assert isinstance(props["n"]["minimum"], int)
+    predicted = cogserve("predict", tmp_path, "--predictor", "model.py:go", cwd=tmp_path)
+    assert predicted.stdout == "sk-123sk-4561\n"  # the model still gets the real default

@@ -121,6 +121,8 @@ def test_metric_errors_fail_the_prediction_and_keep_earlier_metrics(serve):
         "bad_value": "Unsupported metric value type: object. Expected bool, int, float, str, "
                      "list, or dict.",
         "bad_mode": "metric mode must be replace, incr or append, not 'multiply'",
+        "path_conflict": "Metric 'tokens' has type int, cannot set 'tokens.inner' inside it "
+                         "without deleting first",
     }
     for case, message in expected.items():
         body = server.predict(case=case).json()

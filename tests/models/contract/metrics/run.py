@@ -4,6 +4,13 @@ from cog import BaseRunner, current_scope
 
 
 class Runner(BaseRunner):
+    def setup(self) -> None:
+        # outside a prediction these do nothing (and do not fail)
+        self.record_metric("in_setup", 1)
+        self.scope.metrics["in_setup"] = 2
+        del self.scope.metrics["in_setup"]
+        current_scope().record_metric("in_setup", 3)
+
     def run(self, case: str = "ok") -> str:
         self.record_metric("tokens", 10)
         if case == "ok":
@@ -29,6 +36,8 @@ class Runner(BaseRunner):
             self.record_metric("a.b.c.d.e", 1)
         elif case == "bad_value":
             self.record_metric("obj", object())
+        elif case == "path_conflict":
+            self.record_metric("tokens.inner", 1)
         elif case == "bad_mode":
             self.record_metric("x", 1, mode="multiply")
         return case
