@@ -8,6 +8,7 @@ import base64
 import hashlib
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -350,6 +351,19 @@ def test_iterator_files_upload_one_by_one_to_upload_url_sync_and_async(tmp_path,
     assert len(receiver.uploads) == 5
     server.wait_for("READY")
     assert leftovers(tmp_path) == []
+
+    receiver.fail_status = 503  # the first upload fails: the prediction fails, the rest stop
+    body = server.client.post("/predictions", json={
+        "input": {"n": 3}, "output_file_prefix": f"{receiver.url}/other"}).json()
+    assert body["status"] == "failed"
+    assert "uploading output.0.txt" in body["error"] and "HTTP 503" in body["error"], body
+    # the worker hands its folder over with its last message, which may come just after
+    deadline = time.monotonic() + 10
+    while leftovers(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftovers(tmp_path) == []
+    receiver.fail_status = None
+    assert server.predict(n=1).json()["status"] == "succeeded"
 
 
 def test_async_predictions_each_get_their_own_folder(tmp_path, serve, hub):
