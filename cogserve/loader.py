@@ -57,14 +57,18 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
             raise DefinitionError(f"{target}: no such file in {directory} (the model reference "
                                   f"is {ref!r})")
         module_name = path.stem
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise DefinitionError(_import_failure(target, exc)) from exc
+        module = sys.modules.get(module_name)
+        # run: and train: often name the same file; import it once, so both see one
+        # module (and the same class, when it is the same class)
+        if module is None or getattr(module, "__file__", None) != str(path):
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            assert spec and spec.loader
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                raise DefinitionError(_import_failure(target, exc)) from exc
     else:
         try:
             module = importlib.import_module(target)

@@ -8,6 +8,7 @@ file descriptors inherited from the parent (control and data).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import os
 import pathlib
@@ -22,8 +23,9 @@ import orjson
 
 from cogserve.exceptions import DefinitionError
 from cogserve.ipc import SyncChannel
-from cogserve.loader import LoadedModel, load_model
+from cogserve.loader import LoadedModel, import_ref, load_model
 from cogserve.schema import openapi_document
+from cogserve.signature import read_signature
 from cogserve.worker import predict
 from cogserve.worker.logs import LogTarget, Router, capture_output
 
@@ -43,12 +45,9 @@ def main() -> None:
 
     try:
         model = load_model(cfg["ref"], pathlib.Path(cfg["directory"]), cfg.get("mode", "predict"))
-        train = None
-        if cfg.get("train_ref"):
-            from cogserve.loader import import_ref
-
-            train = _train_signature(import_ref(cfg["train_ref"], pathlib.Path(cfg["directory"])))
-        schema = openapi_document(model.signature, train, streaming=model.streaming)
+        trainer = _load_trainer(cfg.get("train_ref"), model, pathlib.Path(cfg["directory"]))
+        schema = openapi_document(model.signature, trainer.signature if trainer else None,
+                                  streaming=model.streaming)
     except DefinitionError as exc:
         router.fallback.flush()
         control.send({"t": "fatal", "reason": str(exc)})
@@ -75,16 +74,38 @@ def main() -> None:
             os._exit(0)
 
     if model.is_async:
-        asyncio.run(_serve_async(model, control, data, router))
+        asyncio.run(_serve_async(model, trainer, control, data, router))
     else:
-        _serve_sync(model, control, data, router)
+        _serve_sync(model, trainer, control, data, router)
 
 
-def _train_signature(obj: Any) -> Any:
-    from cogserve.signature import read_signature
+def _load_trainer(ref: str | None, model: LoadedModel,
+                  directory: pathlib.Path) -> LoadedModel | None:
+    """The train entry point, when cog.yaml names one (`train:`).
 
-    fn = getattr(obj, "train", obj) if inspect.isclass(obj) else obj
-    return read_signature(fn, skip_self=inspect.isclass(obj))
+    When it names the predictor's own class, the one instance serves both, so setup()
+    runs once and train() sees what it loaded.
+    """
+    if not ref:
+        return None
+    if model.instance is not None and import_ref(ref, directory) is type(model.instance):
+        run = getattr(model.instance, "train", None)
+        if not callable(run):
+            raise DefinitionError(f"{ref}: class {type(model.instance).__name__} has no "
+                                  "train() method")
+        return dataclasses.replace(
+            model, ref=ref, run=run, setup=None, healthcheck=None,
+            signature=read_signature(run), streaming=False, concurrency=None,
+            is_async=inspect.iscoroutinefunction(run) or inspect.isasyncgenfunction(run),
+        )
+    return load_model(ref, directory, "train")
+
+
+def _run_setup(model: LoadedModel) -> Any:
+    """Call setup() (with weights when it asks); an awaitable result is returned."""
+    if model.setup is None:
+        return None
+    return model.setup(**_setup_args(model))
 
 
 def _setup_failed(control: SyncChannel, router: Router, exc: BaseException) -> None:
@@ -112,12 +133,12 @@ def _setup_args(model: LoadedModel) -> dict[str, Any]:
 # ---------------------------------------------------------------- sync
 
 
-def _serve_sync(model: LoadedModel, control: SyncChannel, data: SyncChannel,
-                router: Router) -> None:
+def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncChannel,
+                data: SyncChannel, router: Router) -> None:
     predict.install_cancel_handler()
     try:
-        if model.setup is not None:
-            result = model.setup(**_setup_args(model))
+        for entry in (model, trainer):
+            result = _run_setup(entry) if entry is not None else None
             if inspect.isawaitable(result):
                 asyncio.run(_await(result))
     except BaseException as exc:  # noqa: BLE001
@@ -142,7 +163,14 @@ def _serve_sync(model: LoadedModel, control: SyncChannel, data: SyncChannel,
         if message is None:
             os._exit(0)
         if message.get("t") == "predict":
-            predict.run_sync(model, predict.Job(message, send, router))
+            job = predict.Job(message, send, router)
+            if message.get("mode") == "train" and trainer is not None:
+                if trainer.is_async:
+                    predict.run_async_on_main(trainer, job)
+                else:
+                    predict.run_sync(trainer, job)
+            else:
+                predict.run_sync(model, job)
 
 
 def _control_loop(control: SyncChannel, handle: Any) -> None:
@@ -163,12 +191,12 @@ async def _await(awaitable: Any) -> Any:
 # ---------------------------------------------------------------- async
 
 
-async def _serve_async(model: LoadedModel, control: SyncChannel, data: SyncChannel,
-                       router: Router) -> None:
+async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
+                       control: SyncChannel, data: SyncChannel, router: Router) -> None:
     loop = asyncio.get_running_loop()
     try:
-        if model.setup is not None:
-            result = model.setup(**_setup_args(model))
+        for entry in (model, trainer):
+            result = _run_setup(entry) if entry is not None else None
             if inspect.isawaitable(result):
                 await result
     except BaseException as exc:  # noqa: BLE001
@@ -182,8 +210,15 @@ async def _serve_async(model: LoadedModel, control: SyncChannel, data: SyncChann
     def start(message: dict[str, Any]) -> None:
         job = predict.Job(message, send, router)
         jobs[job.id] = job
-        task = loop.create_task(predict.run_async(model, job))
+        entry = trainer if message.get("mode") == "train" and trainer is not None else model
+        if entry.is_async:
+            task = loop.create_task(predict.run_async(entry, job))
+        else:  # a sync train() beside an async run()
+            task = loop.create_task(predict.run_sync_threaded(entry, job))
         job.task = task
+        predict.take_early_cancel(job)
+        if job.cancel_requested:
+            task.cancel()
         task.add_done_callback(lambda _t: jobs.pop(job.id, None))
 
     def on_control(message: dict[str, Any]) -> None:
@@ -193,6 +228,8 @@ async def _serve_async(model: LoadedModel, control: SyncChannel, data: SyncChann
             if job is not None and job.task is not None:
                 job.cancel_requested = True
                 job.task.cancel()
+            elif job is None:
+                predict.remember_early_cancel(message["id"])
         elif kind == "healthcheck":
             loop.create_task(_healthcheck_async(model, control, message["id"]))
 

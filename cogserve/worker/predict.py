@@ -14,6 +14,7 @@ import pathlib
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -21,10 +22,11 @@ from typing import Any
 
 import orjson
 
+from cogserve import ipc
 from cogserve.exceptions import CancelationException
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
-from cogserve.worker import inputs, outputs, tempdirs
+from cogserve.worker import inputs, logs, outputs, tempdirs
 from cogserve.worker.files import FetchError
 from cogserve.worker.logs import LogTarget, Router
 
@@ -43,6 +45,9 @@ class Job:
         self.cancel_requested = False
         self.in_user_code = False
         self.cancel_raised = False
+        self.cancel_deferred = False  # the signal came mid-write; signal again
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread_id: int | None = None  # a sync train() running off the main thread
         self.task: asyncio.Task[Any] | None = None
         self.logs = LogTarget(self._log)
         self.scope = Scope(self._metric)
@@ -129,13 +134,32 @@ class Job:
 # ---------------------------------------------------------------- sync runs
 
 _current_sync: Job | None = None
+# our own modules that write to the parent: a cancel must not interrupt them halfway
+_CRITICAL_FILES = frozenset({ipc.__file__, logs.__file__})
+_EARLY_CANCEL_TTL = 5.0
+_early_cancels: dict[str, float] = {}  # id -> when; cancels that beat their predict message
 
 
 def _on_cancel_signal(signum: int, frame: Any) -> None:
     job = _current_sync
-    if job is not None and job.cancel_requested and job.in_user_code and not job.cancel_raised:
-        job.cancel_raised = True
-        raise CancelationException()
+    if job is None or not job.cancel_requested or not job.in_user_code or job.cancel_raised:
+        return
+    if _in_critical_section(frame):
+        # mid-write of a frame to the parent (a print, a log line): raising here would
+        # cut the frame in half and corrupt the channel. The redeliver thread signals
+        # again once the write is done.
+        job.cancel_deferred = True
+        return
+    job.cancel_raised = True
+    raise CancelationException()
+
+
+def _in_critical_section(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename in _CRITICAL_FILES:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def install_cancel_handler() -> None:
@@ -146,10 +170,49 @@ def cancel_sync(prediction_id: str) -> None:
     """Called from the control thread: interrupt the main thread's run() if it is ours."""
     job = _current_sync
     if job is None or job.id != prediction_id:
-        return
+        remember_early_cancel(prediction_id)
+        job = _current_sync  # it may have started meanwhile
+        if job is None or job.id != prediction_id:
+            return
     job.cancel_requested = True
+    if job.task is not None and job.loop is not None:  # an async train() on the main thread
+        job.loop.call_soon_threadsafe(job.task.cancel)
+        return
     if job.in_user_code:
-        os.kill(os.getpid(), signal.SIGUSR1)
+        _signal_main()
+        threading.Thread(target=_redeliver, args=(job,), daemon=True,
+                         name="cogserve-cancel").start()
+
+
+def _signal_main() -> None:
+    """SIGUSR1 to the main thread itself: a signal sent to the process may be taken by
+    any thread, and then a main thread blocked in time.sleep() never wakes to run the
+    handler."""
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
+
+
+def _redeliver(job: Job) -> None:
+    """Signal again while the handler had to defer, until run() got its exception."""
+    while _current_sync is job and not job.cancel_raised:
+        time.sleep(0.02)
+        if job.cancel_deferred and job.in_user_code:
+            job.cancel_deferred = False
+            _signal_main()
+
+
+def remember_early_cancel(prediction_id: str) -> None:
+    """A cancel can overtake its prediction (two sockets): keep it for a few seconds."""
+    now = time.monotonic()
+    for key, when in list(_early_cancels.items()):
+        if now - when > _EARLY_CANCEL_TTL:
+            _early_cancels.pop(key, None)
+    _early_cancels[prediction_id] = now
+
+
+def take_early_cancel(job: Job) -> None:
+    when = _early_cancels.pop(job.id, None)
+    if when is not None and time.monotonic() - when <= _EARLY_CANCEL_TTL:
+        job.cancel_requested = True
 
 
 def _enter_user(job: Job) -> None:
@@ -159,9 +222,11 @@ def _enter_user(job: Job) -> None:
         raise CancelationException()
 
 
-def run_sync(model: LoadedModel, job: Job) -> None:
+def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
     global _current_sync
-    _current_sync = job
+    if main_thread:
+        _current_sync = job
+        take_early_cancel(job)
     token = job.router.bind(job.id, job.logs)
     scope_token = bind_scope(job.scope)
     tmp_token = tempdirs.bind(job.tmpdir)
@@ -205,7 +270,8 @@ def run_sync(model: LoadedModel, job: Job) -> None:
             job.fail(exc)
     finally:
         job.in_user_code = False
-        _current_sync = None
+        if main_thread:
+            _current_sync = None
         tempdirs.unbind(tmp_token)
         unbind_scope(scope_token)
         job.router.unbind(job.id, token)
@@ -271,6 +337,75 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         unbind_scope(scope_token)
         job.router.unbind(job.id, token)
         job.cleanup()
+
+
+# ---------------------------------------------------------------- mixed entry points
+# run() and train() need not agree on async: the worker serves the way run() needs,
+# and a train() of the other kind runs as below.
+
+
+def run_async_on_main(model: LoadedModel, job: Job) -> None:
+    """An async train() in a sync worker: a loop of its own on the main thread.
+
+    The control thread cancels it with `task.cancel()` through the loop.
+    """
+    global _current_sync
+
+    async def main() -> None:
+        job.loop = asyncio.get_running_loop()
+        job.task = asyncio.current_task()
+        if job.cancel_requested:
+            job.task.cancel()  # type: ignore[union-attr]
+        await run_async(model, job)
+
+    _current_sync = job
+    take_early_cancel(job)
+    try:
+        asyncio.run(main())
+    finally:
+        _current_sync = None
+
+
+async def run_sync_threaded(model: LoadedModel, job: Job) -> None:
+    """A sync train() in an async worker: it runs in a thread of its own.
+
+    Signals reach only the main thread (the event loop), so a cancel is raised in that
+    thread between bytecodes instead: it stops Python code, not a blocking call; the
+    parent's grace period (COGSERVE_CANCEL_TIMEOUT) covers the rest.
+    """
+    loop = asyncio.get_running_loop()
+    done = loop.run_in_executor(None, _run_in_thread, model, job)
+    while True:
+        try:
+            await asyncio.shield(done)
+            return
+        except asyncio.CancelledError:
+            job.cancel_requested = True
+            await _raise_in_thread(job)
+
+
+def _run_in_thread(model: LoadedModel, job: Job) -> None:
+    job.thread_id = threading.get_ident()
+    try:
+        run_sync(model, job, main_thread=False)
+    finally:
+        job.thread_id = None
+
+
+async def _raise_in_thread(job: Job) -> None:
+    import ctypes
+    import sys
+
+    while job.thread_id is not None and not job.cancel_raised:
+        if not job.in_user_code:  # _enter_user raises at the next step into user code
+            return
+        frame = sys._current_frames().get(job.thread_id)
+        if frame is not None and not _in_critical_section(frame):
+            job.cancel_raised = True
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(job.thread_id), ctypes.py_object(CancelationException))
+            return
+        await asyncio.sleep(0.02)
 
 
 def _has_files(model: LoadedModel) -> bool:
