@@ -68,16 +68,27 @@ class Scope:
 
 _NULL_SCOPE = Scope()
 _current: contextvars.ContextVar[Scope] = contextvars.ContextVar("cogserve_scope")
+# Scopes of the predictions running now. A thread the model starts itself does not inherit
+# the context variable; when exactly one prediction runs (every sync model), it is the one.
+_active: list[Scope] = []
 
 
 def current_scope() -> Scope:
     """The scope of the prediction running in this context (a no-op scope outside one)."""
-    return _current.get(_NULL_SCOPE)
+    scope = _current.get(None)
+    if scope is not None:
+        return scope
+    return _active[0] if len(_active) == 1 else _NULL_SCOPE
 
 
 def bind_scope(scope: Scope) -> contextvars.Token[Scope]:
+    _active.append(scope)
     return _current.set(scope)
 
 
 def unbind_scope(token: contextvars.Token[Scope]) -> None:
+    try:
+        _active.remove(token.var.get())
+    except ValueError:
+        pass
     _current.reset(token)

@@ -110,6 +110,12 @@ def test_metrics_modes_paths_and_deletion(serve):
                        "flag": True, "via_scope": {"k": [1, 2]}}
 
 
+def test_metrics_from_a_thread_the_model_started(serve):
+    body = serve(CONTRACT / "metrics").predict(case="thread").json()
+    assert body["status"] == "succeeded", body
+    assert body["metrics"]["t"] == 1 and body["metrics"]["tokens"] == 10
+
+
 def test_metric_errors_fail_the_prediction_and_keep_earlier_metrics(serve):
     server = serve(CONTRACT / "metrics")
     expected = {

@@ -1,5 +1,7 @@
 """Every way to record metrics, and every way to get it wrong."""
 
+import threading
+
 from cog import BaseRunner, current_scope
 
 
@@ -36,6 +38,10 @@ class Runner(BaseRunner):
             self.record_metric("a.b.c.d.e", 1)
         elif case == "bad_value":
             self.record_metric("obj", object())
+        elif case == "thread":  # a thread of the model's own still records into this one
+            worker = threading.Thread(target=lambda: current_scope().record_metric("t", 1))
+            worker.start()
+            worker.join()
         elif case == "path_conflict":
             self.record_metric("tokens.inner", 1)
         elif case == "bad_mode":
