@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import queue
@@ -242,3 +243,14 @@ def test_cog_readme_predictor_example(tmp_path):
                                                                     250, 255])
     assert (tmp_path / "output.pgm").read_bytes() == header + bytes([255, 245, 235, 225, 55,
                                                                       45, 5, 0])
+
+
+def test_setup_weights_annotated_path_gets_a_local_file(tmp_path):
+    model = CONTRACT / "setup_weights_path"
+    assert cogserve("predict", model, cwd=tmp_path).stdout == "no weights\n"
+    (tmp_path / "w.bin").write_text("local weights")
+    local = cogserve("predict", model, cwd=tmp_path, env={"COG_WEIGHTS": str(tmp_path / "w.bin")})
+    assert local.stdout == "Path:local weights\n"
+    url = "data:text/plain;base64," + base64.b64encode(b"fetched weights").decode()
+    fetched = cogserve("predict", model, cwd=tmp_path, env={"COG_WEIGHTS": url})
+    assert fetched.stdout == "Path:fetched weights\n", fetched.stderr

@@ -13,7 +13,7 @@ from typing import Any
 
 from cogserve.runner import MISSING
 from cogserve.signature import InputSpec, Signature, TypeSpec
-from cogserve.types import Path, Secret
+from cogserve.types import File, Path, Secret
 
 _pool: ThreadPoolExecutor | None = None
 
@@ -108,3 +108,39 @@ def _union(t: TypeSpec, value: Any) -> Any:
     if type(value) is int and "int" not in kinds and "float" in kinds:
         return float(value)
     return value
+
+
+def weights_argument(setup: Any) -> dict[str, Any]:
+    """`setup(weights)` gets COG_WEIGHTS (or ./weights if it exists), typed as annotated.
+
+    As in Cog: a `Path`-annotated parameter receives a local file (a URL is downloaded
+    first), a `File` one an open handle, anything else the string; None when there is none.
+    """
+    import inspect
+    import os
+    import tempfile
+    import typing
+
+    try:
+        param = inspect.signature(setup).parameters.get("weights")
+    except (TypeError, ValueError):
+        return {}
+    if param is None:
+        return {}
+    value = os.environ.get("COG_WEIGHTS") or ("weights" if os.path.exists("weights") else None)
+    try:
+        hint = typing.get_type_hints(setup).get("weights")
+    except Exception:  # noqa: BLE001 - an unresolvable annotation: give the string
+        hint = None
+    members = typing.get_args(hint) or (hint,)
+    wants = next((m for m in members if isinstance(m, type) and m is not type(None)), None)
+    if value is None or wants is None or not issubclass(wants, pathlib.Path | File):
+        return {"weights": value}
+    if value.startswith(("http://", "https://", "data:")):
+        from cogserve.worker.files import fetch
+
+        value = str(fetch(value, pathlib.Path(tempfile.mkdtemp(prefix="cogserve-weights-")),
+                          "weights"))
+    if issubclass(wants, File):
+        return {"weights": open(value, "rb")}  # noqa: SIM115 - the model owns it now
+    return {"weights": Path(value)}

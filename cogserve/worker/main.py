@@ -118,16 +118,9 @@ def _setup_failed(control: SyncChannel, router: Router, exc: BaseException) -> N
 def _setup_args(model: LoadedModel) -> dict[str, Any]:
     if model.setup is None:
         return {}
-    try:
-        params = inspect.signature(model.setup).parameters
-    except (TypeError, ValueError):
-        return {}
-    if "weights" in params:
-        weights = os.environ.get("COG_WEIGHTS")
-        if weights is None and pathlib.Path("weights").exists():
-            weights = "weights"
-        return {"weights": weights}
-    return {}
+    from cogserve.worker.inputs import weights_argument
+
+    return weights_argument(model.setup)
 
 
 # ---------------------------------------------------------------- sync
