@@ -57,6 +57,8 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
             raise DefinitionError(f"{target}: no such file in {directory} (the model reference "
                                   f"is {ref!r})")
         module_name = path.stem
+        if module_name in sys.modules:  # `types.py`, `queue.py`: never replace a stdlib module
+            module_name = f"_cogserve_model_{module_name}"
         module = sys.modules.get(module_name)
         # run: and train: often name the same file; import it once, so both see one
         # module (and the same class, when it is the same class)

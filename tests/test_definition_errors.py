@@ -103,3 +103,12 @@ def test_setup_failure_prints_the_traceback_then_one_line(tmp_path):
     assert 'raise RuntimeError("weights are corrupt")' in result.stderr  # the author's frame
     assert result.stderr.endswith("error: setup() failed: RuntimeError: weights are corrupt\n")
     assert result.stdout == ""
+
+
+def test_a_model_file_named_like_a_stdlib_module_still_loads(tmp_path):
+    model = write_model(tmp_path / "m", "from cog import BaseRunner\n\n\n"
+                        "class Runner(BaseRunner):\n    def run(self, x: int = 2) -> int:\n"
+                        "        return x * 2\n", cog_yaml='run: "types.py:Runner"\n',
+                        name="types.py")
+    result = cogserve("predict", model, "-i", "x=21", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "42\n"), result.stderr
