@@ -254,3 +254,15 @@ def test_setup_weights_annotated_path_gets_a_local_file(tmp_path):
     url = "data:text/plain;base64," + base64.b64encode(b"fetched weights").decode()
     fetched = cogserve("predict", model, cwd=tmp_path, env={"COG_WEIGHTS": url})
     assert fetched.stdout == "Path:fetched weights\n", fetched.stderr
+
+
+def test_package_module_reference(tmp_path):
+    package = tmp_path / "m" / "mypkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "model.py").write_text(
+        "from cog import BaseRunner\n\n\nclass Runner(BaseRunner):\n"
+        "    def run(self, s: str) -> str:\n        return s[::-1]\n")
+    (tmp_path / "m" / "cog.yaml").write_text('run: "mypkg.model:Runner"\n')
+    result = cogserve("predict", tmp_path / "m", "-i", "s=abc", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "cba\n"), result.stderr

@@ -178,3 +178,14 @@ def test_cog_readme_predictor_over_http(serve):
     assert body["status"] == "succeeded", body
     assert base64.b64decode(body["output"].split(",", 1)[1]).endswith(
         bytes([255, 245, 235, 225, 55, 45, 5, 0]))
+
+
+def test_file_handle_output_and_a_wrong_iterator_item(serve):
+    body = serve(CONTRACT / "out_file").predict(text="xyz").json()
+    assert body["status"] == "succeeded", body
+    assert body["output"] == "data:text/plain;base64," + base64.b64encode(b"xyz").decode()
+    body = serve(CONTRACT / "out_iterator_wrong").predict().json()
+    assert body["status"] == "failed"
+    assert body["error"] == ("run() returned a value that does not match its declared output "
+                             "type int: output: expected int, got str ('three')")
+    assert body["output"] == [1, 2]  # what was produced before stays
