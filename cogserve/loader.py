@@ -40,8 +40,10 @@ def install_cog_alias() -> None:
     """Make `import cog` give cogserve's API inside this process only."""
     import cogserve
 
+    for name in [n for n in sys.modules if n == "cog" or n.startswith("cog.")]:
+        del sys.modules[name]  # an installed cog imported already (sitecustomize, say)
     sys.modules["cog"] = cogserve
-    sys.modules.setdefault("cog.types", cogserve)
+    sys.modules["cog.types"] = cogserve
 
 
 def import_ref(ref: str, directory: pathlib.Path) -> Any:
@@ -57,9 +59,11 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
             raise DefinitionError(f"{target}: no such file in {directory} (the model reference "
                                   f"is {ref!r})")
         module_name = path.stem
-        if module_name in sys.modules:  # `types.py`, `queue.py`: never replace a stdlib module
-            module_name = f"_cogserve_model_{module_name}"
         module = sys.modules.get(module_name)
+        if module is not None and getattr(module, "__file__", None) != str(path):
+            # `types.py`, `queue.py`: never replace a stdlib module
+            module_name = f"_cogserve_model_{module_name}"
+            module = sys.modules.get(module_name)
         # run: and train: often name the same file; import it once, so both see one
         # module (and the same class, when it is the same class)
         if module is None or getattr(module, "__file__", None) != str(path):
