@@ -1,0 +1,73 @@
+"""Install what the bench compares into venvs of its own under bench/.cache/.
+
+Each venv is built once and reused while its package list is unchanged (a marker file
+records the list it was built from), so a second `bench/run` starts measuring at once.
+cogserve is installed editable from this checkout, so the bench always measures the
+working tree; the floor app runs in the same venv, on the same uvicorn, httptools and
+uvloop as cogserve.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+BENCH = pathlib.Path(__file__).resolve().parent
+REPO = BENCH.parent
+CACHE = BENCH / ".cache"
+VENVS = CACHE / "venvs"
+
+PACKAGES: dict[str, list[str]] = {
+    "cogserve": ["-e", str(REPO), "py-spy>=0.3.14"],
+    "reference": ["cog==0.23.1", "coglet==0.23.1"],
+    "mlserver": ["mlserver==1.7.1"],
+}
+
+
+class SetupError(RuntimeError):
+    pass
+
+
+def venv(name: str) -> pathlib.Path:
+    """The venv for `name`, created and filled on first use."""
+    path = VENVS / name
+    marker = path / ".bench-installed"
+    wanted = "\n".join(PACKAGES[name])
+    if marker.exists() and marker.read_text() == wanted:
+        return path
+    print(f"[bench] installing {name} into {path} ...", file=sys.stderr, flush=True)
+    if not (path / "bin" / "python").exists():
+        _run([sys.executable, "-m", "venv", str(path)])
+    _run([str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+          *PACKAGES[name]])
+    marker.write_text(wanted)
+    return path
+
+
+def wrk() -> str:
+    """The wrk binary, installed from the Debian archive if missing."""
+    found = shutil.which("wrk")
+    if found:
+        return found
+    print("[bench] installing wrk with apt-get ...", file=sys.stderr, flush=True)
+    try:
+        _run(["apt-get", "install", "-y", "-q", "wrk"])
+    except SetupError:
+        _run(["apt-get", "update", "-q"])
+        _run(["apt-get", "install", "-y", "-q", "wrk"])
+    found = shutil.which("wrk")
+    if not found:
+        raise SetupError("wrk is not on PATH after apt-get install wrk")
+    return found
+
+
+def _run(argv: list[str]) -> None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError as exc:
+        raise SetupError(f"{argv[0]} not found: {exc}") from None
+    if done.returncode != 0:
+        raise SetupError(f"{' '.join(argv)} failed ({done.returncode}):\n"
+                         f"{done.stdout[-2000:]}{done.stderr[-2000:]}")

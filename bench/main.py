@@ -1,0 +1,266 @@
+"""`bench/run`: cogserve against the reference, its peers and the floor, in one command.
+
+    bench/run                      all scenarios, 5 rounds, writes bench/RESULTS.md
+    bench/run --quick              2 rounds of short runs (< 3 min), writes
+                                   bench/.cache/RESULTS-quick.md and prints it
+    bench/run -s noop_seq -s sse   only these scenarios
+    bench/run --profile noop_seq   cogserve alone under py-spy: a flame graph SVG
+
+For each scenario every system is started once and warmed up, then the rounds run
+interleaved (cogserve, peer, floor, cogserve, peer, floor ...) so a burst of load from
+elsewhere on the machine hits every system alike. A system that fails records
+"failed: <reason>" for that scenario and the run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import http.server
+import os
+import pathlib
+import sys
+import threading
+import time
+import traceback
+
+from bench import envs, report, systems
+from bench.procs import Proc
+from bench.scenarios import ALL, Context, Scenario, Unavailable, Unsupported
+from bench.systems import COGSERVE, MLSERVER, REFERENCE, Server, StartError
+
+RESULTS = envs.BENCH / "RESULTS.md"
+QUICK_RESULTS = envs.CACHE / "RESULTS-quick.md"
+PROFILES = envs.CACHE / "profiles"
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- upload receiver
+
+
+class _Receiver(http.server.BaseHTTPRequestHandler):
+    """Accepts PUT/POST uploads, discards the bytes, answers with a Location."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _accept(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                _drain(self.rfile, size + 2)
+        else:
+            _drain(self.rfile, length)
+        location = f"http://{self.headers.get('Host', '127.0.0.1')}/stored{self.path}"
+        body = b"{}"
+        self.send_response(201)
+        self.send_header("Location", location)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_PUT = _accept
+    do_POST = _accept
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+def _drain(stream: object, size: int) -> None:
+    read = stream.read  # type: ignore[attr-defined]
+    while size > 0:
+        chunk = read(min(size, 1 << 20))
+        if not chunk:
+            return
+        size -= len(chunk)
+
+
+def start_receiver() -> http.server.ThreadingHTTPServer:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+# ---------------------------------------------------------------- the runner
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().replace("\n", " ").replace("|", "/")
+    return f"{type(exc).__name__}: {text}"[:240] if not isinstance(
+        exc, (StartError, RuntimeError)) or not text else text[:240]
+
+
+def _note(exc: BaseException) -> str:
+    if isinstance(exc, Unsupported):
+        return f"not supported: {_reason(exc)}"
+    return f"failed: {_reason(exc)}"
+
+
+def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
+                 only: list[str] | None) -> None:
+    chosen = [s for s in scenario.systems if not only or s in only]
+    outcomes = results.setdefault(scenario.key, {})
+    for system in chosen:
+        outcomes[system] = report.Outcome()
+    try:
+        scenario.prepare(ctx)
+    except Unavailable as exc:
+        for system in chosen:
+            outcomes[system].note = f"not available: {exc}"
+        log(f"{scenario.key}: not available: {exc}")
+        return
+    except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+        for system in chosen:
+            outcomes[system].note = _note(exc)
+        log(f"{scenario.key}: prepare failed: {exc}")
+        return
+
+    servers: dict[str, Server] = {}
+    try:
+        for system in chosen:
+            try:
+                if scenario.restart_each_round:
+                    servers[system] = Server(system, "", None, 0.0)  # type: ignore[arg-type]
+                    continue
+                log(f"{scenario.key}: starting {system}")
+                server = scenario.start(system, ctx)
+                servers[system] = server
+                scenario.warmup(server, ctx)
+            except Exception as exc:  # noqa: BLE001
+                outcomes[system].note = _note(exc)
+                log(f"{scenario.key}: {system}: {outcomes[system].note}")
+                if system in servers and servers[system].proc is not None:
+                    servers.pop(system).stop()
+                servers.pop(system, None)
+        for round_no in range(ctx.rounds):
+            for system in chosen:
+                server = servers.get(system)
+                if server is None:
+                    continue
+                try:
+                    values = scenario.measure(server, ctx)
+                except Exception as exc:  # noqa: BLE001
+                    outcomes[system].note = _note(exc)
+                    log(f"{scenario.key}: {system} round {round_no + 1}: "
+                        f"{outcomes[system].note}")
+                    if os.environ.get("BENCH_DEBUG"):
+                        traceback.print_exc()
+                    if server.proc is not None:
+                        server.stop()
+                    servers.pop(system)
+                    continue
+                outcomes[system].add(values)
+                shown = ", ".join(f"{k} {report.fmt(v)}" for k, v in values.items())
+                log(f"{scenario.key}: {system} round {round_no + 1}: {shown}")
+    finally:
+        for server in servers.values():
+            if server.proc is not None:
+                server.stop()
+
+
+def profile(scenario: Scenario, ctx: Context, seconds: float) -> pathlib.Path:
+    """cogserve alone under py-spy (all its processes) while the scenario's load runs."""
+    if scenario.restart_each_round:
+        raise SystemExit(f"--profile {scenario.key}: cold start is not profiled "
+                         "(py-spy attaches to a running server)")
+    scenario.prepare(ctx)
+    PROFILES.mkdir(parents=True, exist_ok=True)
+    out = PROFILES / f"{scenario.key}.svg"
+    spy = envs.venv(COGSERVE) / "bin" / "py-spy"
+    server = scenario.start(COGSERVE, ctx)
+    recorder: Proc | None = None
+    try:
+        scenario.warmup(server, ctx)
+        recorder = Proc([str(spy), "record", "--pid", str(server.proc.pid), "--subprocesses",
+                         "--nonblocking", "--rate", "200", "--duration", str(round(seconds)),
+                         "--format", "flamegraph", "-o", str(out)],
+                        log=systems.LOGS / f"py-spy-{scenario.key}.log")
+        time.sleep(0.5)
+        while recorder.alive():
+            scenario.measure(server, ctx)
+        if not out.exists():
+            raise SystemExit(f"py-spy wrote no profile:\n{recorder.tail()}")
+    finally:
+        if recorder is not None:
+            recorder.process.wait(timeout=60)
+            recorder.stop()
+        server.stop()
+    return out
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> None:
+    keys = [s.key for s in ALL]
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="2 short rounds per system; results to bench/.cache/")
+    parser.add_argument("-s", "--scenario", action="append", choices=keys, metavar="NAME",
+                        help=f"run only this scenario (repeatable): {', '.join(keys)}")
+    parser.add_argument("--system", action="append", choices=systems.ALL,
+                        help="run only this system (repeatable)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per system (>= 1)")
+    parser.add_argument("--seconds", type=float, default=None, help="length of a rate run")
+    parser.add_argument("--profile", choices=keys, metavar="NAME",
+                        help="profile cogserve in this scenario with py-spy; write an SVG")
+    parser.add_argument("-o", "--output", type=pathlib.Path, default=None,
+                        help="where to write the results (default bench/RESULTS.md, "
+                             "or bench/.cache/RESULTS-quick.md with --quick)")
+    args = parser.parse_args(argv)
+
+    rounds = args.rounds or (2 if args.quick else 5)
+    seconds = args.seconds or (1.0 if args.quick else 5.0)
+    ctx = Context(wrk=envs.wrk(), rounds=max(1, rounds), seconds=seconds,
+                  warmup_s=1.0 if args.quick else 2.0, repeats=2 if args.quick else 5)
+    chosen = [s for s in ALL if not args.scenario or s.key in args.scenario]
+    needed = {COGSERVE} | {sys_ for s in chosen for sys_ in s.systems
+                           if not args.system or sys_ in args.system}
+    if args.profile:
+        needed = {COGSERVE}
+    for name in (COGSERVE, REFERENCE, MLSERVER):
+        if name in needed:
+            envs.venv(name)
+
+    receiver = start_receiver()
+    ctx.upload_url = f"http://127.0.0.1:{receiver.server_address[1]}/uploads/"
+    try:
+        if args.profile:
+            scenario = next(s for s in ALL if s.key == args.profile)
+            out = profile(scenario, ctx, seconds=max(5.0, seconds * 2))
+            print(f"flame graph: {out}")
+            return
+        started = datetime.datetime.now(datetime.UTC)
+        load_before = " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
+        results: report.Results = {}
+        for scenario in chosen:
+            run_scenario(scenario, ctx, results, args.system)
+        text = report.render(chosen, results, quick=args.quick, rounds=ctx.rounds,
+                             seconds=seconds, started=started, load_before=load_before)
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+    out = args.output or (QUICK_RESULTS if args.quick else RESULTS)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    log(f"results written to {out}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except envs.SetupError as exc:
+        print(f"bench: setup failed: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,428 @@
+"""The scenarios: each a small model under bench/models/ and one round of measurement.
+
+A scenario lists the systems that can run it, its figures (name, unit, which way is
+better), how to start a system for it, and `measure()` - one round for one running
+server, returning a value per figure. The runner in main.py does the rest: warm-up,
+interleaved rounds, failures. `Unsupported` marks a feature a peer lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import statistics
+import struct
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench import envs, loadgen, systems
+from bench.procs import reset_peak_rss, status_kib
+from bench.systems import COGSERVE, FLOOR, MLSERVER, REFERENCE, Server
+
+MODELS = envs.BENCH / "models"
+BODIES = envs.CACHE / "bodies"
+MIB = 1024 * 1024
+JSON = {"Content-Type": "application/json"}
+
+
+class Unsupported(RuntimeError):
+    """The system lacks the feature; recorded as `not supported: <reason>`."""
+
+
+class Unavailable(RuntimeError):
+    """The scenario cannot run at all here (e.g. its model folder is missing)."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    unit: str
+    higher_is_better: bool
+
+
+@dataclass
+class Context:
+    wrk: str
+    rounds: int
+    seconds: float          # one measured wrk run
+    warmup_s: float
+    repeats: int            # single-request scenarios: requests per round
+    upload_url: str = ""    # the bench's own upload receiver (file output by upload)
+    cache: dict[str, Any] = field(default_factory=dict)
+
+
+def body_file(name: str, make: Any) -> pathlib.Path:
+    """A request body written once under bench/.cache/bodies/."""
+    path = BODIES / name
+    if not path.exists():
+        BODIES.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(make())
+        tmp.rename(path)
+    return path
+
+
+class Scenario:
+    key = ""
+    number = ""
+    title = ""
+    model = ""                       # folder under bench/models/
+    systems: tuple[str, ...] = (COGSERVE, REFERENCE, FLOOR)
+    figures: tuple[Figure, ...] = ()
+    restart_each_round = False       # cold start: measure() starts its own server
+
+    def model_dir(self, system: str) -> pathlib.Path:
+        return MODELS / self.model
+
+    def prepare(self, ctx: Context) -> None:
+        """Check the model folders exist; write the reference's schema file."""
+        for system in self.systems:
+            if system == FLOOR:
+                continue
+            folder = self.model_dir(system)
+            if not (folder / "cog.yaml").exists() and not any(folder.glob("*settings.json")):
+                raise Unavailable(f"model folder bench/models/{folder.name} is missing")
+        if REFERENCE in self.systems:
+            systems.write_reference_schema(self.model_dir(REFERENCE))
+
+    def env(self, system: str) -> dict[str, str]:
+        return {}
+
+    def args(self, system: str, ctx: Context) -> list[str]:
+        return []
+
+    def start(self, system: str, ctx: Context) -> Server:
+        model = None if system == FLOOR else self.model_dir(system)
+        return systems.start(system, model, tag=self.key, env=self.env(system),
+                             args=self.args(system, ctx))
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self.measure(server, ctx)
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- 1, 2, 3: request rates
+
+
+class _WrkScenario(Scenario):
+    connections = 1
+    path = "/predictions"
+
+    def body(self) -> pathlib.Path:
+        raise NotImplementedError
+
+    def run_wrk(self, server: Server, ctx: Context, seconds: float) -> loadgen.WrkResult:
+        return loadgen.wrk(ctx.wrk, server.url + self.path, connections=self.connections,
+                           seconds=seconds, body=self.body(), headers=JSON)
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self.run_wrk(server, ctx, ctx.warmup_s)
+
+
+class NoopSequential(_WrkScenario):
+    key = "noop_seq"
+    number = "1"
+    title = "no-op sync, 1 sequential client"
+    model = "noop"
+    figures = (Figure("successful req/s", "req/s", True), Figure("p50", "ms", False),
+               Figure("p99", "ms", False), Figure("non-2xx", "count", False))
+
+    def body(self) -> pathlib.Path:
+        return body_file("noop.json", lambda: b'{"input":{"text":"hi"}}')
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        r = self.run_wrk(server, ctx, ctx.seconds)
+        return {"successful req/s": r.ok_per_s, "p50": r.p50_ms, "p99": r.p99_ms,
+                "non-2xx": float(r.non_2xx + r.socket_errors)}
+
+
+class NoopConcurrent(NoopSequential):
+    key = "noop_8clients"
+    number = "2"
+    title = "no-op sync, 8 concurrent clients, 1 slot"
+    connections = 8
+    figures = (Figure("successful req/s", "req/s", True),
+               Figure("409 responses", "count/round", False),
+               Figure("other errors", "count/round", False))
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        r = self.run_wrk(server, ctx, ctx.seconds)
+        return {"successful req/s": r.ok_per_s, "409 responses": float(r.conflicts),
+                "other errors": float(r.other + r.socket_errors)}
+
+
+class AsyncSlots(_WrkScenario):
+    key = "async_16"
+    number = "3"
+    title = "async, 16 slots, run() awaits 10 ms, 16 clients"
+    model = "async_sleep"
+    connections = 16
+    figures = (Figure("successful req/s", "req/s", True),
+               Figure("fraction of ideal 1600/s", "", True),
+               Figure("non-2xx", "count/round", False))
+
+    def env(self, system: str) -> dict[str, str]:
+        return {"FLOOR_SLEEP_S": "0.01"} if system == FLOOR else {"COG_MAX_CONCURRENCY": "16"}
+
+    def body(self) -> pathlib.Path:
+        return body_file("async.json", lambda: b'{"input":{}}')
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        r = self.run_wrk(server, ctx, ctx.seconds)
+        return {"successful req/s": r.ok_per_s, "fraction of ideal 1600/s": r.ok_per_s / 1600,
+                "non-2xx": float(r.non_2xx + r.socket_errors)}
+
+
+# ---------------------------------------------------------------- 4: SSE
+
+
+class SSETokens(Scenario):
+    key = "sse"
+    number = "4"
+    title = "SSE, 10,000 tokens"
+    model = "sse_tokens"
+    tokens = 10_000
+    figures = (Figure("tokens/s", "tokens/s", True), Figure("time to first token", "ms", False))
+
+    def env(self, system: str) -> dict[str, str]:
+        return {"FLOOR_TOKENS": str(self.tokens)} if system == FLOOR else {}
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self._one(server)
+
+    def _one(self, server: Server) -> loadgen.StreamTimes:
+        got = loadgen.sse(server.url + "/predictions", b'{"input":{}}')
+        if got.status == 406:
+            raise Unsupported("406: SSE refused")
+        if got.status != 200:
+            raise RuntimeError(f"HTTP {got.status}")
+        if got.tokens != self.tokens or not got.completed:
+            raise RuntimeError(f"stream gave {got.tokens} tokens (want {self.tokens}), "
+                               f"completed={got.completed}")
+        return got
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        runs = [self._one(server) for _ in range(max(1, ctx.repeats // 2))]
+        return {"tokens/s": statistics.median(r.tokens / r.total_s for r in runs),
+                "time to first token": statistics.median(r.first_token_s for r in runs) * 1000}
+
+
+# ---------------------------------------------------------------- 5: file output
+
+
+class FileDataURL(Scenario):
+    key = "file_dataurl"
+    number = "5a"
+    title = "50 MiB file output as a data URL"
+    model = "file_output"
+    systems = (COGSERVE, REFERENCE)
+    figures = (Figure("wall time", "s", False), Figure("parent peak RSS", "MiB", False))
+    expect_prefix = "data:"
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self._one(server)
+
+    def _one(self, server: Server) -> tuple[float, float]:
+        pid = server.proc.pid
+        if not reset_peak_rss(pid):
+            raise RuntimeError("cannot reset peak RSS (/proc/PID/clear_refs)")
+        got = loadgen.request(server.url + "/predictions", body=b'{"input":{}}', headers=JSON)
+        peak = status_kib(pid, "VmHWM") / 1024
+        if got.status != 200:
+            raise RuntimeError(f"HTTP {got.status}: {got.body[:200]!r}")
+        doc = json.loads(got.body)
+        output = doc.get("output")
+        first = output[0] if isinstance(output, list) and output else output
+        if doc.get("status") != "succeeded" or not isinstance(first, str) \
+                or not first.startswith(self.expect_prefix):
+            raise RuntimeError(f"status {doc.get('status')}, error {doc.get('error')!r}, "
+                               f"output {str(first)[:60]!r}")
+        return got.seconds, peak
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        runs = [self._one(server) for _ in range(max(1, ctx.repeats // 2))]
+        return {"wall time": statistics.median(r[0] for r in runs),
+                "parent peak RSS": max(r[1] for r in runs)}
+
+
+class FileUpload(FileDataURL):
+    key = "file_upload"
+    number = "5b"
+    title = "50 MiB file output by upload (PUT to a local receiver)"
+    expect_prefix = "http"
+
+    def args(self, system: str, ctx: Context) -> list[str]:
+        return ["--upload-url", ctx.upload_url]
+
+
+# ---------------------------------------------------------------- 6: large JSON input
+
+
+class LargeInput(Scenario):
+    key = "json_7mib"
+    number = "6"
+    title = "7 MiB JSON input"
+    model = "big_input"
+    figures = (Figure("latency", "ms", False),)
+
+    def body(self) -> bytes:
+        path = body_file("big7.json", lambda: json.dumps(
+            {"input": {"text": "a" * (7 * MIB)}}).encode())
+        return path.read_bytes()
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self._one(server, self.body())
+
+    def _one(self, server: Server, body: bytes) -> float:
+        got = loadgen.request(server.url + "/predictions", body=body, headers=JSON)
+        if got.status != 200:
+            raise RuntimeError(f"HTTP {got.status}: {got.body[:200]!r}")
+        if server.system != FLOOR and json.loads(got.body).get("output") != 7 * MIB:
+            raise RuntimeError(f"wrong output: {got.body[:200]!r}")
+        return got.seconds
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        body = self.body()
+        return {"latency": statistics.median(self._one(server, body)
+                                             for _ in range(ctx.repeats)) * 1000}
+
+
+# ---------------------------------------------------------------- 7: cold start
+
+
+class ColdStart(Scenario):
+    key = "cold_start"
+    number = "7"
+    title = "cold start (no-op model)"
+    model = "noop"
+    restart_each_round = True
+    figures = (Figure("process start to READY", "s", False),
+               Figure("idle RSS, all processes", "MiB", False))
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        pass
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        started = self.start(server.system, ctx)
+        try:
+            time.sleep(1.0)  # let it settle: idle, not mid-startup
+            rss = started.proc.rss_kib() / 1024
+        finally:
+            started.stop()
+        return {"process start to READY": started.ready_s, "idle RSS, all processes": rss}
+
+
+# ---------------------------------------------------------------- 8: V2 infer
+
+
+N_FLOATS = 1_000_000
+
+
+def _floats() -> list[float]:
+    return [(i % 256) * 0.25 for i in range(N_FLOATS)]
+
+
+def _expected_sum() -> float:
+    return sum(k * 0.25 for k in range(256)) * (N_FLOATS // 256) + sum(
+        (i % 256) * 0.25 for i in range(N_FLOATS - N_FLOATS % 256, N_FLOATS))
+
+
+class V2Json(Scenario):
+    key = "v2_json"
+    number = "8a"
+    title = "V2 infer, FP32[1,000,000] sum, JSON"
+    model = "v2_sum"
+    systems = (COGSERVE, MLSERVER, FLOOR)
+    figures = (Figure("successful req/s", "req/s", True), Figure("p50", "ms", False))
+    binary = False
+
+    def model_dir(self, system: str) -> pathlib.Path:
+        return MODELS / ("v2_sum_mlserver" if system == MLSERVER else "v2_sum")
+
+    def model_name(self) -> str:
+        """The MLServer model's name (model-settings.json); cogserve is started with it."""
+        for settings in sorted(self.model_dir(MLSERVER).rglob("model-settings.json")):
+            return str(json.loads(settings.read_text()).get("name", "sum"))
+        return "sum"
+
+    def args(self, system: str, ctx: Context) -> list[str]:
+        return ["--model-name", self.model_name()] if system == COGSERVE else []
+
+    def infer_url(self, server: Server) -> str:
+        return f"{server.url}/v2/models/{urllib.parse.quote(self.model_name())}/infer"
+
+    def input_name(self, server: Server) -> str:
+        """The first input the model's metadata names (`x` if it names none)."""
+        if server.system == FLOOR:
+            return "x"
+        got = loadgen.request(f"{server.url}/v2/models/{self.model_name()}", method="GET")
+        try:
+            inputs = json.loads(got.body).get("inputs") or []
+            return str(inputs[0]["name"]) if inputs else "x"
+        except (ValueError, KeyError, IndexError, AttributeError):
+            return "x"
+
+    def request(self, name: str) -> tuple[pathlib.Path, dict[str, str]]:
+        if not self.binary:
+            path = body_file(f"v2-{name}.json", lambda: json.dumps({"inputs": [{
+                "name": name, "shape": [N_FLOATS], "datatype": "FP32", "data": _floats()}]},
+                separators=(",", ":")).encode())
+            return path, JSON
+        header = json.dumps({"inputs": [{
+            "name": name, "shape": [N_FLOATS], "datatype": "FP32",
+            "parameters": {"binary_data_size": 4 * N_FLOATS}}]}, separators=(",", ":")).encode()
+        path = body_file(f"v2-{name}.bin",
+                         lambda: header + struct.pack(f"<{N_FLOATS}f", *_floats()))
+        return path, {"Content-Type": "application/octet-stream",
+                      "Inference-Header-Content-Length": str(len(header))}
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        """Check one answer (the sum) before any timing; then a wrk warm-up."""
+        path, headers = self.request(self.input_name(server))
+        got = loadgen.request(self.infer_url(server), body=path.read_bytes(), headers=headers)
+        if got.status != 200:
+            message = got.body[:200].decode(errors="replace")
+            if self.binary and got.status in (400, 415, 422, 501):
+                raise Unsupported(f"binary tensors refused: HTTP {got.status} {message}")
+            raise RuntimeError(f"HTTP {got.status}: {message}")
+        if server.system != FLOOR:
+            _check_sum(got.body)
+        ctx.cache[f"{self.key}:{server.system}"] = (path, headers)
+        loadgen.wrk(ctx.wrk, self.infer_url(server), connections=1, seconds=ctx.warmup_s,
+                    body=path, headers=headers)
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        path, headers = ctx.cache[f"{self.key}:{server.system}"]
+        r = loadgen.wrk(ctx.wrk, self.infer_url(server), connections=1, seconds=ctx.seconds,
+                        body=path, headers=headers)
+        if r.ok == 0:
+            raise RuntimeError(f"no successful response ({r.non_2xx} non-2xx)")
+        return {"successful req/s": r.ok_per_s, "p50": r.p50_ms}
+
+
+class V2Binary(V2Json):
+    key = "v2_binary"
+    number = "8b"
+    title = "V2 infer, FP32[1,000,000] sum, binary tensor extension"
+    binary = True
+
+
+def _check_sum(body: bytes) -> None:
+    doc = json.loads(body)
+    try:
+        value = float(doc["outputs"][0]["data"][0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise RuntimeError(f"no sum in the answer: {body[:200]!r}") from None
+    want = _expected_sum()
+    if abs(value - want) > 1e-3 * want:
+        raise RuntimeError(f"sum {value} != {want}")
+
+
+ALL: tuple[Scenario, ...] = (
+    NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), FileDataURL(),
+    FileUpload(), LargeInput(), ColdStart(), V2Json(), V2Binary(),
+)

@@ -1,0 +1,119 @@
+"""How to start each compared system on a model folder, and when it is ready.
+
+cogserve, the reference (Cog 0.23.1 + coglet 0.23.1), MLServer 1.7.1 and the floor app
+each get a free port on 127.0.0.1 and run from their own bench venv. `Server.ready_s` is
+process start to READY, as a user waiting on the health check sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+
+from bench import envs
+from bench.loadgen import LoadError, wait_http
+from bench.procs import Proc, free_port
+
+LOGS = envs.CACHE / "logs"
+COGSERVE = "cogserve"
+REFERENCE = "reference"
+MLSERVER = "mlserver"
+FLOOR = "floor"
+ALL = (COGSERVE, REFERENCE, MLSERVER, FLOOR)
+
+
+class StartError(RuntimeError):
+    pass
+
+
+@dataclass
+class Server:
+    system: str
+    url: str
+    proc: Proc
+    ready_s: float
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def _health_ready(status: int, body: bytes) -> bool:
+    if status != 200:
+        return False
+    try:
+        return json.loads(body).get("status") == "READY"
+    except ValueError:
+        return False
+
+
+def predictor_ref(model: pathlib.Path) -> str:
+    """`predict:` (or `run:`) from cog.yaml, read without a YAML parser."""
+    text = (model / "cog.yaml").read_text()
+    found = re.search(r'^(?:predict|run):\s*["\']?([^"\'\s#]+)', text, re.M)
+    if not found:
+        raise StartError(f"{model}/cog.yaml names no predict: or run:")
+    return found.group(1)
+
+
+def write_reference_schema(model: pathlib.Path) -> None:
+    """The reference validates (and serves SSE) only with .cog/openapi_schema.json."""
+    binary = envs.venv(COGSERVE) / "bin" / "cogserve"
+    out = model / ".cog" / "openapi_schema.json"
+    done = subprocess.run([str(binary), "schema", str(model), "-o", str(out)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StartError(f"cogserve schema failed: {done.stderr.strip()[-300:]}")
+
+
+def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, str] | None = None,
+          args: list[str] | None = None, timeout: float = 60.0) -> Server:
+    """Start `system` serving `model`; raise StartError (server stopped) if it never gets ready."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(env or {})
+    args = list(args or [])
+    log = LOGS / f"{tag}-{system}.log"
+    if system == COGSERVE:
+        assert model is not None
+        env.setdefault("LOG_FORMAT", "console")
+        argv = [str(envs.venv(COGSERVE) / "bin" / "cogserve"), "serve", str(model),
+                "--host", "127.0.0.1", "--port", str(port), *args]
+        proc = Proc(argv, env=env, log=log)
+        health, ready = url + "/health-check", _health_ready
+    elif system == REFERENCE:
+        assert model is not None
+        # coglet spawns its worker as `python -c ...` found on PATH: put the venv first
+        bindir = envs.venv(REFERENCE) / "bin"
+        env.update({"COG_PREDICT_TYPE_STUB": predictor_ref(model), "PORT": str(port),
+                    "PATH": f"{bindir}:{os.environ.get('PATH', '')}"})
+        argv = [str(envs.venv(REFERENCE) / "bin" / "python"), "-m", "cog.server.http",
+                "--host", "127.0.0.1", *args]
+        proc = Proc(argv, cwd=model, env=env, log=log)
+        health, ready = url + "/health-check", _health_ready
+    elif system == MLSERVER:
+        assert model is not None
+        env.update({"MLSERVER_HOST": "127.0.0.1", "MLSERVER_HTTP_PORT": str(port),
+                    "MLSERVER_GRPC_PORT": str(free_port()),
+                    "MLSERVER_METRICS_PORT": str(free_port())})
+        argv = [str(envs.venv(MLSERVER) / "bin" / "mlserver"), "start", str(model)]
+        proc = Proc(argv, cwd=model, env=env, log=log)
+        health, ready = url + "/v2/health/ready", (lambda status, _body: status == 200)
+    elif system == FLOOR:
+        argv = [str(envs.venv(COGSERVE) / "bin" / "python"),
+                str(envs.BENCH / "floor.py"), "--port", str(port)]
+        proc = Proc(argv, env=env, log=log)
+        health, ready = url + "/", (lambda status, _body: status == 200)
+    else:
+        raise StartError(f"unknown system {system!r}")
+    try:
+        wait_http(health, ready=ready, timeout=timeout, alive=proc.alive)
+    except LoadError as exc:
+        tail = proc.tail(5)
+        proc.stop()
+        raise StartError(f"{exc}; log: {tail}") from None
+    return Server(system, url, proc, time.perf_counter() - proc.started)
