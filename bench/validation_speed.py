@@ -1,11 +1,19 @@
 """How long the parent spends validating a typical 10-field input, in microseconds.
 
 Compare with a prediction round trip through the server (hundreds of microseconds):
-validation must be a small fraction of it. Run: `.venv/bin/python bench/validation_speed.py`.
+validation must be a small fraction of it. Run: `.venv/bin/python bench/validation_speed.py`;
+add `--round-trip` to also time sync predictions of examples/hello-world over HTTP.
 """
 
 from __future__ import annotations
 
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
 import timeit
 from typing import Literal
 
@@ -47,5 +55,41 @@ def main() -> None:
         print(f"{label}: {best / number * 1e6:.2f} µs per validation")
 
 
+def round_trip(count: int = 300) -> None:
+    """Mean wall time of a sync prediction, client included, on one keep-alive connection."""
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    example = pathlib.Path(__file__).parent.parent / "examples" / "hello-world"
+    server = subprocess.Popen([sys.executable, "-m", "cogserve.cli", "serve", str(example),
+                               "--host", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    if client.get("/health-check").json()["status"] == "READY":
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.05)
+            body = {"input": {"name": "bench", "times": 2}}
+            for _ in range(30):
+                client.post("/predictions", json=body)
+            started = time.perf_counter()
+            for _ in range(count):
+                client.post("/predictions", json=body)
+            elapsed = time.perf_counter() - started
+        print(f"prediction round trip: {elapsed / count * 1e6:.0f} µs per request")
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
 if __name__ == "__main__":
     main()
+    if "--round-trip" in sys.argv:
+        round_trip()
