@@ -1,0 +1,160 @@
+"""Trainings (`train:` in cog.yaml) end to end: the prediction endpoints' behaviour for
+the train entry point, function or class, sync or async, and `cogserve train`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+from harness import MODELS
+
+ASYNC = {"Prefer": "respond-async"}
+
+
+def test_discovery_and_schema_list_trainings(serve):
+    server = serve("trainings_sync")
+    root = server.client.get("/").json()
+    assert root["trainings_url"] == "/trainings"
+    assert root["trainings_idempotent_url"] == "/trainings/{training_id}"
+    assert root["trainings_cancel_url"] == "/trainings/{training_id}/cancel"
+    schemas = server.client.get("/openapi.json").json()["components"]["schemas"]
+    assert list(schemas["TrainingInput"]["properties"]) == ["text", "steps", "sleep"]
+    assert schemas["TrainingInput"]["required"] == ["text"]
+    assert list(schemas["Input"]["properties"]) == ["text"]
+
+
+@pytest.mark.parametrize("model,expected,logs", [
+    ("trainings_sync", "trained a x2", "step 0\nstep 1\n"),  # sync function
+    ("trainings_async", "trained a setups=1", "training a\n"),  # async method, shared class
+    ("trainings_mixed", "base trained a", "training a\n"),  # async class beside sync run()
+    ("trainings_mixed2", "trained a", "training a\n"),  # sync class beside async run()
+])
+def test_sync_training_then_prediction(serve, model, expected, logs):
+    server = serve(model)
+    r = server.client.post("/trainings", json={"input": {"text": "a"}})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "succeeded", body
+    assert body["output"] == expected
+    assert body["logs"] == logs
+    assert body["input"]["text"] == "a"
+    assert body["metrics"]["predict_time"] >= 0
+    # run() still answers predictions on the same worker
+    r = server.predict(text="b")
+    assert r.json()["status"] == "succeeded"
+
+
+def test_one_class_for_run_and_train_shares_one_instance(serve):
+    server = serve("trainings_async")
+    assert server.health()["setup"]["logs"] == "model setup\n"  # setup() ran once
+    assert server.predict(text="x").json()["output"] == "w0:x:setups=1"
+    server.client.post("/trainings", json={"input": {"text": "t1"}})
+    assert server.predict(text="x").json()["output"] == "w-t1:x:setups=1"
+
+
+def test_class_trainer_setup_runs_with_the_predictor_setup(serve):
+    server = serve("trainings_mixed")
+    assert server.health()["setup"]["logs"] == "runner setup\ntrainer setup\n"
+
+
+@pytest.mark.parametrize("model", ["trainings_sync", "trainings_async"])
+def test_async_training_with_webhook_and_idempotent_put(serve, receiver, model):
+    server = serve(model)
+    hook = receiver()
+    r = server.client.put("/trainings/tr1", headers=ASYNC, json={
+        "input": {"text": "w", "sleep": 1}, "webhook": hook.url})
+    assert r.status_code == 202
+    assert r.json()["id"] == "tr1" and r.json()["status"] == "starting"
+    # a retry while it runs creates nothing: 202 with the current state, then a plain
+    # PUT waits for the end
+    again = server.client.put("/trainings/tr1", headers=ASYNC, json={"input": {"text": "w"}})
+    assert again.status_code == 202 and again.json()["id"] == "tr1"
+    final = server.client.put("/trainings/tr1", json={"input": {"text": "other"}})
+    assert final.status_code == 200
+    assert final.json()["status"] == "succeeded" and final.json()["input"]["text"] == "w"
+    bodies = hook.wait_for_terminal()
+    assert bodies[0]["status"] == "starting" and bodies[-1]["status"] == "succeeded"
+    assert bodies[-1]["output"] == final.json()["output"]
+
+
+@pytest.mark.parametrize("model,inputs", [
+    ("trainings_sync", {"steps": 1, "sleep": 60}),
+    ("trainings_async", {"sleep": 60}),
+    ("trainings_mixed", {"sleep": 60}),
+    ("trainings_mixed2", {"busy": 60}),
+])
+def test_cancel_a_training(serve, receiver, model, inputs):
+    server = serve(model)
+    [worker] = server.worker_pids()
+    hook = receiver()
+    r = server.client.post("/trainings", headers=ASYNC, json={
+        "id": "tc", "input": {"text": "c", **inputs}, "webhook": hook.url})
+    assert r.status_code == 202
+    hook.wait_until(lambda bodies: any(b["logs"] for b in bodies))  # train() has begun
+    assert server.client.post("/trainings/tc/cancel").status_code == 200
+    final = hook.wait_for_terminal()[-1]
+    assert final["status"] == "canceled"
+    assert "training canceled" in final["logs"]
+    assert server.worker_pids() == [worker]  # honoured, not killed
+    server.wait_for("READY")
+    assert server.client.post("/trainings/tc/cancel").status_code == 404
+    r = server.client.post("/trainings", json={"input": {"text": "next"}})
+    assert r.json()["status"] == "succeeded"
+
+
+def test_sync_training_caller_sees_cancel(serve):
+    server = serve("trainings_sync")
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("r", server.client.put(
+        "/trainings/ts", json={"input": {"text": "s", "steps": 1, "sleep": 60}})))
+    thread.start()
+    server.wait_for("BUSY")
+    assert server.client.post("/trainings/ts/cancel").status_code == 200
+    thread.join(timeout=30)
+    assert result["r"].json()["status"] == "canceled"
+
+
+def test_training_errors(serve):
+    server = serve("trainings_sync")
+    r = server.client.post("/trainings", json={"input": {"steps": 0}})
+    assert r.status_code == 422
+    locs = {tuple(d["loc"]) for d in r.json()["detail"]}
+    assert ("body", "input", "text") in locs and ("body", "input", "steps") in locs
+    r = server.client.post("/trainings", headers={"Accept": "text/event-stream"},
+                           json={"input": {"text": "a"}})
+    assert r.status_code == 406
+    r = server.client.put("/trainings/x", headers={"Accept": "text/event-stream"},
+                          json={"input": {"text": "a"}})
+    assert r.status_code == 406
+    assert server.client.get("/trainings").status_code == 405
+    assert server.client.post("/trainings/nope/cancel").status_code == 404
+    assert server.client.post("/trainings", json={"input": {"text": "ok"}}).json()[
+        "output"] == "trained ok x2"
+
+
+def test_no_train_entry_means_no_training_routes(serve):
+    server = serve("sleepy")
+    assert server.client.post("/trainings", json={"input": {}}).status_code == 404
+    assert "trainings_url" not in server.client.get("/").json()
+
+
+@pytest.mark.parametrize("model,args,expected", [
+    ("trainings_sync", ["-i", "text=cli", "-i", "steps=3"], "trained cli x3"),
+    ("trainings_async", ["-i", "text=cli"], "trained cli setups=1"),
+    ("trainings_mixed", ["--json", '{"text": "cli"}'], "base trained cli"),
+])
+def test_cogserve_train_cli(model, args, expected, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "train", str(MODELS / model),
+                           *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == expected
+
+
+def test_cogserve_train_cli_bad_input(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "train",
+                           str(MODELS / "trainings_sync"), "-i", "steps=2"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert 'missing required input "text"' in proc.stderr
