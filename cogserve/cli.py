@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import mimetypes
 import os
 import pathlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from cogserve.config import ModelConfig, load_config
@@ -110,21 +112,18 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def _schema(args: argparse.Namespace) -> None:
-    from cogserve.loader import import_ref, load_model
+    from cogserve.loader import load_model
     from cogserve.schema import openapi_document
-    from cogserve.signature import read_signature
 
     config = load_config(args.directory, args.predictor)
+    _apply_environment(config)
     output = pathlib.Path(args.output).resolve() if args.output else None
     os.chdir(config.directory)  # as the worker does: the model may read files at import
-    model = load_model(config.ref("predict"), config.directory)
-    train = None
-    if config.train_ref:
-        import inspect
-
-        obj = import_ref(config.train_ref, config.directory)
-        fn = getattr(obj, "train", obj) if inspect.isclass(obj) else obj
-        train = read_signature(fn)
+    with _stdout_to_stderr():  # a model that prints while loading must not corrupt the JSON
+        model = load_model(config.ref("predict"), config.directory)
+        train = None
+        if config.train_ref:
+            train = load_model(config.train_ref, config.directory, "train").signature
     doc = openapi_document(model.signature, train, streaming=model.streaming)
     text = json.dumps(doc, indent=2)
     if output:
@@ -132,6 +131,20 @@ def _schema(args: argparse.Namespace) -> None:
         output.write_text(text + "\n")
     else:
         print(text)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send fd 1 (print, C extensions, child processes) to stderr for a while."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 # ---------------------------------------------------------------- predict / train

@@ -184,3 +184,27 @@ def test_secret_defaults_are_not_published_and_int_bounds_stay_ints(tmp_path):
     assert isinstance(props["n"]["minimum"], int)
     predicted = cogserve("predict", tmp_path, "--predictor", "model.py:go", cwd=tmp_path)
     assert predicted.stdout == "sk-123sk-4561\n"  # the model still gets the real default
+
+
+def test_prints_while_loading_go_to_stderr_not_into_the_json(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "import os\nprint('loading at import')\nos.system('echo from a child')\n\n"
+        "class Runner:\n    def __init__(self):\n        print('constructing')\n\n"
+        "    def run(self, x: int) -> int:\n        return x\n")
+    result = cogserve("schema", tmp_path, "--predictor", "model.py:Runner")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["components"]["schemas"]["Input"]["required"] == ["x"]
+    for line in ("loading at import", "from a child", "constructing"):
+        assert line in result.stderr
+
+
+def test_train_class_schema_skips_self(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "from cog import BaseRunner\n\nclass Runner(BaseRunner):\n"
+        "    def run(self, x: int) -> int:\n        return x\n\n"
+        "    def train(self, steps: int = 3) -> str:\n        return str(steps)\n")
+    (tmp_path / "cog.yaml").write_text('run: "model.py:Runner"\ntrain: "model.py:Runner"\n')
+    result = cogserve("schema", tmp_path)
+    assert result.returncode == 0, result.stderr
+    props = json.loads(result.stdout)["components"]["schemas"]["TrainingInput"]["properties"]
+    assert list(props) == ["steps"]
