@@ -266,3 +266,13 @@ def test_package_module_reference(tmp_path):
     (tmp_path / "m" / "cog.yaml").write_text('run: "mypkg.model:Runner"\n')
     result = cogserve("predict", tmp_path / "m", "-i", "s=abc", cwd=tmp_path)
     assert (result.returncode, result.stdout) == (0, "cba\n"), result.stderr
+
+
+def test_train_command_uses_the_train_entry(tmp_path):
+    model = CONTRACT / "train_entry"
+    assert cogserve("train", model, "-i", "epochs=3", cwd=tmp_path).stdout == "trained 3\n"
+    bad = cogserve("train", model, "-i", "epochs=0", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr == 'error: input "epochs": 0 is less than the minimum of 1\n'
+    none = cogserve("train", CONTRACT / "out_str", cwd=tmp_path)
+    assert none.returncode == 1 and "no `train:` entry names the model" in none.stderr
