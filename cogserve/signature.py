@@ -191,7 +191,8 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
         if len(specs) == 1:
             return dataclasses.replace(specs[0], optional=optional)
         for s in specs:
-            if s.kind not in JSON_NATIVE or s.optional:
+            item_kind = s.item.kind if s.kind == "list" and s.item else "any"
+            if s.kind not in JSON_NATIVE or s.optional or item_kind not in JSON_NATIVE:
                 raise where.error(
                     f"unsupported type {_name(tp)}: union members must be str, int, float, "
                     "bool, dict or list (not Path, File, Secret or a model)",
@@ -248,11 +249,13 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
     stringy = base.kind in ("str", "secret")
     if (info.ge is not None or info.le is not None) and not numeric:
         raise where.error(f"ge/le apply to int and float inputs, not {t.describe()}", name)
-    if (info.min_length is not None or info.max_length is not None or info.regex) and not (
+    if (info.min_length is not None or info.max_length is not None) and not (
         stringy or t.kind == "list"
     ):
-        raise where.error(f"min_length/max_length/regex apply to str inputs, not "
+        raise where.error(f"min_length/max_length apply to str and list inputs, not "
                           f"{t.describe()}", name)
+    if info.regex is not None and not stringy:
+        raise where.error(f"regex applies to str inputs, not {t.describe()}", name)
     if info.regex is not None:
         try:
             re.compile(info.regex)
@@ -264,7 +267,8 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
         want = str if base.kind == "str" else int
         bad = [c for c in info.choices if not isinstance(c, want) or isinstance(c, bool)]
         if bad:
-            raise where.error(f"choice {bad[0]!r} is not a {base.kind}", name)
+            article = "an int" if want is int else "a str"
+            raise where.error(f"choice {bad[0]!r} is not {article}", name)
     default = info.default
     if default is MISSING or default is None:
         return

@@ -112,3 +112,30 @@ def test_a_model_file_named_like_a_stdlib_module_still_loads(tmp_path):
                         name="types.py")
     result = cogserve("predict", model, "-i", "x=21", cwd=tmp_path)
     assert (result.returncode, result.stdout) == (0, "42\n"), result.stderr
+
+
+@pytest.mark.parametrize("signature,message", [
+    ("x: str | list[Path]", 'parameter "x": unsupported type str | list[Path]: union members '
+                            "must be str, int, float, bool, dict or list"),
+    ("x: list[int] = Input(regex='^1$')", 'parameter "x": regex applies to str inputs, not '
+                                          "list[int]"),
+    ("x: int = Input(min_length=1)", 'parameter "x": min_length/max_length apply to str and '
+                                     "list inputs, not int"),
+    ("x: str = Input(ge=1)", 'parameter "x": ge/le apply to int and float inputs, not str'),
+    ("x: list[str] = Input(choices=['a'])", 'parameter "x": choices apply to str and int '
+                                            "inputs, not list[str]"),
+    ("x: int = Input(choices=[1, 'two'])", "parameter \"x\": choice 'two' is not an int"),
+    ("x: Literal['a', 1]", "parameter \"x\": unsupported type Literal['a', 1]: Literal values "
+                           "must be all str or all int"),
+    ("x: int = 'five'", 'parameter "x": the default breaks its own declaration: "five" is not '
+                        'of type "integer"'),
+    ("*args: int", 'parameter "args": *args and **kwargs cannot be inputs'),
+])
+def test_input_declaration_errors(tmp_path, signature, message):
+    source = ("from typing import Literal\n\nfrom cog import Input, Path\n\n\n"
+              f"def run({signature}) -> str:\n    return 'x'\n")
+    model = write_model(tmp_path / "m", source, cog_yaml='run: "run.py:run"\n')
+    result = cogserve("schema", model)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: run.py:6: run() ")
+    assert message in result.stderr
