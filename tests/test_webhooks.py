@@ -209,3 +209,39 @@ def test_unreachable_webhook_does_not_fail_the_prediction(serve):
                                                  "webhook": "http://127.0.0.1:9/nothing"})
     assert r.json()["status"] == "succeeded"
     assert server.predict(text="v").json()["output"] == "V"
+
+
+def test_put_respond_async_retry_returns_current_state_and_creates_nothing(serve, receiver):
+    server = serve("hooks", env=FAST)
+    hook = receiver()
+    r = server.client.put("/predictions/p1", headers=ASYNC, json={
+        "input": {"n": 2, "delay": 0.5}, "webhook": hook.url})
+    assert r.status_code == 202 and r.json()["status"] == "starting"
+    hook.wait_until(lambda bodies: any(b["output"] for b in bodies))
+    again = server.client.put("/predictions/p1", headers=ASYNC,
+                              json={"input": {"n": 5}, "webhook": hook.url})
+    assert again.status_code == 202
+    current = again.json()
+    assert current["id"] == "p1" and current["status"] == "processing"
+    assert current["input"] == {"n": 2, "delay": 0.5}  # the running one, not the retry's
+    assert current["output"][:1] == ["tok0"]
+    bodies = hook.wait_for_terminal()
+    assert [b["status"] for b in bodies].count("starting") == 1  # no second prediction
+    assert bodies[-1]["output"] == ["tok0", "tok1"]
+
+
+def test_sigterm_delivers_queued_webhooks_before_exit(serve, receiver):
+    import os
+    import signal
+
+    server = serve("sleepy")
+    hook = receiver(fail_first=3)  # the delivery is still being retried at exit time
+    r = server.client.post("/predictions", headers=ASYNC, json={
+        "input": {"text": "bye", "sleep": 1}, "webhook": hook.url,
+        "webhook_events_filter": ["completed"]})
+    assert r.status_code == 202
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.process.wait(timeout=30) == 0
+    bodies = hook.delivered()
+    assert [b["status"] for b in bodies] == ["succeeded"]
+    assert bodies[0]["output"] == "BYE"
