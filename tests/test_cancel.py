@@ -143,3 +143,22 @@ def test_async_request_survives_its_client_going_away(serve, receiver):
     sock.close()
     final = hook.wait_for_terminal()[-1]
     assert final["status"] == "succeeded" and final["output"] == "STAY"
+
+
+@pytest.mark.parametrize("model", ["cancel_sync", "cancel_async"])
+def test_cancel_right_after_create_is_honoured(serve, receiver, model):
+    """The cancel may reach the worker before the prediction does (two sockets); it
+    must still be honoured, not left to the grace-period kill."""
+    server = serve(model)
+    [worker] = server.worker_pids()
+    for i in range(5):
+        hook = receiver()
+        r = server.client.post("/predictions", headers=ASYNC, json={
+            "id": f"e{i}", "input": {"text": f"e{i}", "sleep": 60}, "webhook": hook.url,
+            "webhook_events_filter": ["completed"]})
+        assert r.status_code == 202
+        assert server.client.post(f"/predictions/e{i}/cancel").status_code == 200
+        assert _canceled(hook)["output"] is None
+        server.wait_for("READY")
+    assert server.worker_pids() == [worker]
+    assert server.predict(text="next").json()["output"] == "NEXT"
