@@ -178,18 +178,17 @@ def _accept(value: Any, errors: Errors) -> None:
     return None
 
 
-TENSOR_KEY = "__cogserve_tensor__"
-
-
 def _tensor_check(name: str) -> Check:
-    """A tensor input is nested JSON lists (Cog API) or packed bytes from the V2 codec.
+    """A tensor input is nested JSON lists (the V2 routes validate with a stand-in list).
 
     Elements are not walked here: a million-element tensor would cost more to check in
     Python than to run; the worker builds the array and reports a mismatch by name.
+    The V2 routes' packed form is never accepted from a client, so nobody can point
+    the worker at a file of their choosing.
     """
 
     def check(value: Any, errors: Errors) -> None:
-        if type(value) is list or (type(value) is dict and TENSOR_KEY in value):
+        if type(value) is list:
             return
         errors.append((name, f"{show(value)} is not of type \"array\""))
 

@@ -7,6 +7,7 @@ nested, binary), and the real `tritonclient` talking to the server.
 from __future__ import annotations
 
 import base64
+import pathlib
 import struct
 
 import httpx
@@ -71,6 +72,14 @@ def split_binary_response(response: httpx.Response) -> tuple[dict, dict[str, byt
         pos += n
     assert pos == len(response.content)
     return head, blobs
+
+
+def tensor_files(server) -> list[str]:
+    """Spill files of packed tensors left in the server's temporary folder (the worker's TMPDIR)."""
+    (worker,) = server.worker_pids()
+    environ = pathlib.Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
+    tmp = next(e for e in environ if e.startswith(b"TMPDIR=")).split(b"=", 1)[1].decode()
+    return sorted(p.name for p in pathlib.Path(tmp).glob("tensor-*"))
 
 
 def bytes_tensor(items: list[bytes]) -> bytes:
@@ -274,6 +283,7 @@ def test_large_tensor_binary_and_json(serve):
     r = server.client.post(f"{ECHO}/infer", content=body, headers=headers)
     assert r.status_code == 200, r.text
     assert r.json()["outputs"][0]["data"][0] == pytest.approx(expected, abs=1e-3)
+    assert tensor_files(server) == []  # the 4 MB went through a file the worker removed
     r = infer(server, {"inputs": [{"name": "matrix", "datatype": "FP32", "shape": [333_333, 3],
                                    "data": values.tolist()}],
                        "outputs": [{"name": "matrix_sum"}, {"name": "dtypes"}]})
@@ -301,6 +311,9 @@ def test_cog_api_sends_tensors_as_nested_lists(serve):
     assert body["status"] == "failed"
     assert "shape [2, 2] does not match the declared shape [-1, 3]" in body["error"]
     assert server.predict(matrix="nope").status_code == 422
+    # the packed form is the V2 routes' own: a Cog client cannot point the worker at a file
+    packed = {"__cogserve_tensor__": {"datatype": "FP32", "shape": [1, 3], "file": "/etc/hosts"}}
+    assert server.predict(matrix=packed).status_code == 422
 
 
 # ---------------------------------------------------------------- inference errors
@@ -445,6 +458,38 @@ def test_busy_slot_is_an_immediate_error_not_a_hang(serve):
     assert "all prediction slots busy" in error_of(busy, 409)
     assert server.client.get("/v2/health/ready").status_code == 200  # BUSY is still ready
     server.client.post(f"/predictions/{r.json()['id']}/cancel")
+
+
+SLOW_SUM = """
+import time
+import numpy as np
+from cog import BaseRunner, Tensor
+
+class Runner(BaseRunner):
+    def run(self, x: Tensor[np.float32], sleep: float = 0.0) -> float:
+        time.sleep(sleep)
+        return float(x.sum())
+"""
+
+
+def test_refused_large_tensors_leave_no_file(serve, tmp_path):
+    server = serve(write_model(tmp_path / "slow_sum", SLOW_SUM))
+    path = "/v2/models/slow_sum"
+    raw = np.ones(300_000, np.float32).tobytes()
+    body, headers = binary_request([("x", "FP32", [300_000], raw)])
+    ok = server.client.post(f"{path}/infer", content=body, headers=headers)
+    assert outputs_of(ok)["output"]["data"] == [300_000.0]
+    refused, refused_headers = binary_request([("x", "FP32", [300_000], raw)],
+                                              outputs=[{"name": "nope"}])
+    assert "no such output" in error_of(server.client.post(f"{path}/infer", content=refused,
+                                                           headers=refused_headers))
+    slow = server.client.post("/predictions", json={"input": {"x": [1.0], "sleep": 30}},
+                              headers={"Prefer": "respond-async"})
+    assert slow.status_code == 202
+    busy = server.client.post(f"{path}/infer", content=body, headers=headers)
+    assert "busy" in error_of(busy, 409)
+    assert tensor_files(server) == []
+    server.client.post(f"/predictions/{slow.json()['id']}/cancel")
 
 
 # ---------------------------------------------------------------- the real client

@@ -9,11 +9,13 @@ million floats become an array with one decode and one copy, never a Python list
 from __future__ import annotations
 
 import base64
+import os
+import pathlib
 from typing import Any
 
 import numpy as np
 
-from cogserve.validation import TENSOR_KEY
+from cogserve.v2 import SPILL_PREFIX, TENSOR_KEY
 
 NUMPY_DTYPES: dict[str, Any] = {
     "BOOL": np.dtype(np.bool_), "UINT8": np.dtype("<u1"), "UINT16": np.dtype("<u2"),
@@ -31,7 +33,9 @@ def to_array(value: Any, declared: Declared, name: str) -> np.ndarray:
     if type(value) is dict and TENSOR_KEY in value:
         packed = value[TENSOR_KEY]
         dims = tuple(packed["shape"])
-        if "b64" in packed:
+        if "file" in packed:
+            array = _from_file(packed["file"], NUMPY_DTYPES[packed["datatype"]]).reshape(dims)
+        elif "b64" in packed:
             raw = bytearray(base64.b64decode(packed["b64"]))  # writable, like any input
             array = np.frombuffer(raw, dtype=NUMPY_DTYPES[packed["datatype"]]).reshape(dims)
         else:
@@ -52,6 +56,20 @@ def to_array(value: Any, declared: Declared, name: str) -> np.ndarray:
             raise ValueError(f"input {name}: not a rectangular numeric tensor")
     check_shape(array.shape, shape, f"input {name}")
     return array
+
+
+def _from_file(path: str, dtype: Any) -> np.ndarray:
+    """Read (and remove) the parent's spill file; only ever one of its own tensor files."""
+    where = pathlib.Path(path)
+    if not (where.name.startswith(SPILL_PREFIX) and where.parent.name.startswith("cogserve-")):
+        raise ValueError(f"refusing to read tensor data from {path!r}")
+    try:
+        return np.fromfile(where, dtype=dtype)
+    finally:
+        try:
+            os.unlink(where)
+        except OSError:
+            pass
 
 
 def _bytes_items(value: Any) -> Any:

@@ -174,10 +174,9 @@ def pack(dtype: Datatype, items: list[Any], where: str) -> bytes:
             raise TensorError(f"{where}: a boolean is not a {dtype.name} value")
         if code == "e":
             return struct.pack(f"<{len(items)}e", *items)  # raises OverflowError past 65504
-        if code == "f" and items and (max(items) > _FP32_MAX or min(items) < -_FP32_MAX):
-            raise TensorError(f"{where}: a value is out of range for FP32 "
-                              f"(min {min(items)!r}, max {max(items)!r})")
         packed = array(code, items)
+        if code == "f" and _has_infinity(packed):  # JSON has no inf: it overflowed FP32
+            raise TensorError(f"{where}: a value is out of range for FP32 ({_range(dtype)})")
     except TensorError:
         raise
     except OverflowError:
@@ -232,6 +231,21 @@ def _as_bytes(value: Any, where: str) -> bytes:
     if isinstance(value, str):
         return value.encode()
     raise TensorError(f"{where}: {value!r} is not a BYTES value (a string)")
+
+
+_INF32 = (array("f", [float("inf")]).tobytes(), array("f", [float("-inf")]).tobytes())
+
+
+def _has_infinity(packed: array) -> bool:
+    """An FP32 infinity in packed data: a byte search (C speed) instead of min()/max()."""
+    data = packed.tobytes()
+    for pattern in _INF32:
+        pos = data.find(pattern)
+        while pos != -1:
+            if pos % 4 == 0:
+                return True
+            pos = data.find(pattern, pos + 1)
+    return False
 
 
 def _range(dtype: Datatype) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from cogserve.v2.codec import DATATYPES, Datatype, Tensor, TensorError
-from cogserve.validation import TENSOR_KEY, resolve
+from cogserve.validation import resolve
 
 # element kind -> V2 datatype when the schema says nothing more precise
 _KIND_DATATYPE = {"int": "INT64", "float": "FP64", "bool": "BOOL", "str": "BYTES",
@@ -76,6 +76,16 @@ def tensor_spec(name: str, prop: dict[str, Any], components: dict[str, Any],
     return TensorSpec(name, "scalar", kind, _KIND_DATATYPE[kind], None, required)
 
 
+@dataclass
+class PackedTensor:
+    """A tensor input ready for the worker; validated as a list, sent as bytes."""
+
+    datatype: str
+    shape: list[int]
+    raw: bytes | None = None  # little-endian elements
+    items: list[bytes] | None = None  # BYTES elements
+
+
 class ModelMetadata:
     """Inputs and outputs of the model as tensors, and the conversions both ways."""
 
@@ -120,7 +130,7 @@ class ModelMetadata:
         items = [_element(spec.kind, v, where) for v in tensor.values()]
         return items[0] if spec.shape == "scalar" else items
 
-    def _packed(self, spec: TensorSpec, tensor: Tensor) -> dict[str, Any]:
+    def _packed(self, spec: TensorSpec, tensor: Tensor) -> PackedTensor:
         where = tensor.where
         if spec.datatype is not None and tensor.dtype.name != spec.datatype:
             raise TensorError(f"{where}: datatype {tensor.dtype.name} does not match the "
@@ -131,12 +141,10 @@ class ModelMetadata:
         ):
             raise TensorError(f"{where}: shape {tensor.shape} does not match the model's "
                               f"{list(spec.dims)}")
-        packed: dict[str, Any] = {"datatype": tensor.dtype.name, "shape": tensor.shape}
         if tensor.dtype.family == "bytes":
-            packed["items_b64"] = [base64.b64encode(_raw(v)).decode() for v in tensor.values()]
-        else:
-            packed["b64"] = base64.b64encode(tensor.packed()).decode("ascii")
-        return {TENSOR_KEY: packed}
+            return PackedTensor(tensor.dtype.name, tensor.shape,
+                                items=[_raw(v) for v in tensor.values()])
+        return PackedTensor(tensor.dtype.name, tensor.shape, raw=tensor.packed())
 
     # ------------------------------------------------------------ responses
 

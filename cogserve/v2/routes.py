@@ -8,6 +8,9 @@ Health and readiness are the runtime's health, so they work as Kubernetes probes
 
 from __future__ import annotations
 
+import base64
+import os
+import tempfile
 import zlib
 from typing import Any
 
@@ -17,8 +20,9 @@ import cogserve
 from cogserve.http.cog_routes import _wait_or_disconnect
 from cogserve.http.responses import HTTPError, header, read_body, send_json
 from cogserve.runtime.service import Service, ServiceError, generate_id
+from cogserve.v2 import FILE_THRESHOLD, SPILL_PREFIX, TENSOR_KEY
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
-from cogserve.v2.metadata import ModelMetadata
+from cogserve.v2.metadata import ModelMetadata, PackedTensor
 
 EXTENSIONS = ["binary_tensor_data", "parameters"]
 _LIVE_DEAD = ("SETUP_FAILED", "DEFUNCT")  # the process is up but can never serve again
@@ -147,7 +151,9 @@ class V2Routes:
         head, binary = _split(body, header(scope, b"inference-header-content-length"))
         request = _parse(head)
         raw_input = self._inputs(meta, request, binary)
-        errors = service.validate(raw_input)
+        # the same validator as the Cog routes; a packed tensor stands in as a list
+        errors = service.validate({k: [] if isinstance(v, PackedTensor) else v
+                                   for k, v in raw_input.items()})
         if errors:
             raise TensorError("; ".join(
                 f"input {field.split('.')[0]!r}: " + ("missing (a required input)"
@@ -155,17 +161,42 @@ class V2Routes:
                 for field, msg in errors))
         requested = _requested_outputs(meta, request)
         _accepting(service)
+        files: list[str] = []
         try:
-            prediction = service.create(generate_id(), raw_input)
-        except ServiceError as exc:
-            raise _refused(exc) from None
-        if not await _wait_or_disconnect(prediction, receive):
-            service.cancel(prediction.id)
-            return
+            try:
+                ready = {k: self._for_worker(v, files) if isinstance(v, PackedTensor) else v
+                         for k, v in raw_input.items()}
+                prediction = service.create(generate_id(), ready)
+            except ServiceError as exc:
+                raise _refused(exc) from None
+            if not await _wait_or_disconnect(prediction, receive):
+                service.cancel(prediction.id)
+                return
+        finally:
+            for path in files:  # the worker removes each file it read; this catches the rest
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
         if prediction.status != "succeeded":
             detail = prediction.error or prediction.status
             raise TensorError(f"inference failed: {detail}")
         await self._respond(send, meta, request, requested, prediction)
+
+    def _for_worker(self, packed: PackedTensor, files: list[str]) -> dict[str, Any]:
+        """Small tensors ride in the IPC frame as base64; large ones go through a file."""
+        out: dict[str, Any] = {"datatype": packed.datatype, "shape": packed.shape}
+        if packed.items is not None:
+            out["items_b64"] = [base64.b64encode(item).decode() for item in packed.items]
+        elif packed.raw is not None and len(packed.raw) >= FILE_THRESHOLD:
+            fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, dir=self.service.tmp_root)
+            files.append(path)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(packed.raw)
+            out["file"] = path
+        else:
+            out["b64"] = base64.b64encode(packed.raw or b"").decode("ascii")
+        return {TENSOR_KEY: out}
 
     def _inputs(self, meta: ModelMetadata, request: dict[str, Any], binary: memoryview
                 ) -> dict[str, Any]:
