@@ -272,6 +272,8 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
     default = info.default
     if default is MISSING or default is None:
         return
+    if t.kind == "path" and not str(default).startswith(("http://", "https://", "data:")):
+        return  # a local file shipped with the model: the worker hands it over as is
     problem = check_default(spec)
     if problem:
         raise where.error(f"the default breaks its own declaration: {problem}", name)

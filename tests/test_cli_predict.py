@@ -276,3 +276,15 @@ def test_train_command_uses_the_train_entry(tmp_path):
     assert bad.stderr == 'error: input "epochs": 0 is less than the minimum of 1\n'
     none = cogserve("train", CONTRACT / "out_str", cwd=tmp_path)
     assert none.returncode == 1 and "no `train:` entry names the model" in none.stderr
+
+
+def test_path_input_with_a_local_default(tmp_path):
+    model = CONTRACT / "path_default"
+    result = cogserve("predict", model, cwd=tmp_path)
+    assert result.stdout == "Path sample shipped with the model | Path sample.txt\n", (
+        result.stderr)
+    (tmp_path / "other.txt").write_text("uploaded\n")
+    result = cogserve("predict", model, "-i", "a=@other.txt", cwd=tmp_path)
+    assert result.stdout.startswith("Path uploaded | "), result.stderr
+    schema = cogserve("schema", model)
+    assert '"default": "sample.txt"' in schema.stdout

@@ -16,6 +16,7 @@ from cogserve.signature import InputSpec, Signature, TypeSpec
 from cogserve.types import File, Path, Secret
 
 _pool: ThreadPoolExecutor | None = None
+_URL_SCHEMES = ("http://", "https://", "data:")
 
 
 def _downloads() -> ThreadPoolExecutor:
@@ -89,6 +90,8 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
     if kind in ("path", "file"):
         if isinstance(value, pathlib.Path):
             return value
+        if kind == "path" and not value.startswith(_URL_SCHEMES):
+            return Path(value)  # a local default: requests were validated as URLs
         jobs.append((spec.name, index, (kind, value)))
         return value
     if kind == "list" and t.item is not None:
