@@ -212,7 +212,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
         predict.take_early_cancel(job)
         if job.cancel_requested:
             task.cancel()
-        task.add_done_callback(lambda _t: jobs.pop(job.id, None))
+        task.add_done_callback(lambda t: _async_job_done(jobs, job, t))
 
     def on_control(message: dict[str, Any]) -> None:
         kind = message.get("t")
@@ -236,6 +236,15 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     threading.Thread(target=reader, args=(data, start), daemon=True).start()
     threading.Thread(target=reader, args=(control, on_control), daemon=True).start()
     await asyncio.Event().wait()
+
+
+def _async_job_done(jobs: dict[str, predict.Job], job: predict.Job,
+                    task: asyncio.Task[Any]) -> None:
+    jobs.pop(job.id, None)
+    if task.cancelled():
+        # cancelled before its first step: the coroutine never ran, so nothing else
+        # will tell the parent, which would wait for the grace-period kill
+        job.send({"t": "cancelled"})
 
 
 async def _healthcheck_async(model: LoadedModel, control: SyncChannel, hid: Any) -> None:
