@@ -492,6 +492,25 @@ def test_refused_large_tensors_leave_no_file(serve, tmp_path):
     server.client.post(f"/predictions/{slow.json()['id']}/cancel")
 
 
+def test_iterator_and_file_outputs(serve):
+    server = serve("iter_plain")
+    assert server.client.get("/v2/models/iter_plain").json()["outputs"] == [
+        {"name": "output", "datatype": "BYTES", "shape": [-1]}]
+    r = infer(server, {"inputs": [tensor("n", "INT64", [1], [2])]}, "/v2/models/iter_plain")
+    assert outputs_of(r)["output"] == {"name": "output", "datatype": "BYTES", "shape": [2],
+                                       "data": ["p0", "p1"]}
+    files = serve("files_out")
+    path = "/v2/models/files_out"
+    out = outputs_of(infer(files, {"inputs": [tensor("size", "INT64", [1], [5])]}, path))
+    assert out["output"]["data"] == ["data:text/plain;base64," + base64.b64encode(b"01234")
+                                     .decode()]
+    r = infer(files, {"inputs": [tensor("size", "INT64", [1], [5])],
+                      "parameters": {"binary_data_output": True}}, path)
+    head, blobs = split_binary_response(r)
+    assert head["outputs"][0]["datatype"] == "BYTES"
+    assert from_blob("BYTES", blobs["output"]) == ["01234"]  # the file's bytes, not a URL
+
+
 # ---------------------------------------------------------------- the real client
 
 

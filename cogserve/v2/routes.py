@@ -244,9 +244,11 @@ class V2Routes:
         for name in names:
             if name not in produced:
                 continue  # an optional output the model left empty
-            _spec, dtype, shape, items = produced[name]
+            spec, dtype, shape, items = produced[name]
             wanted = requested.get(name) if requested is not None else None
             binary = all_binary if wanted is None else wanted
+            if binary and spec.kind == "file":  # binary BYTES: the file itself, not a data URL
+                items = [_data_url_bytes(v) for v in items]
             try:
                 out, blob = output_tensor(name, dtype, shape, items, binary)
             except TensorError as exc:
@@ -286,6 +288,14 @@ def _refused(exc: ServiceError) -> TensorError:
     """The runtime's refusal (503 not ready, 409 every slot busy) in V2's error shape."""
     error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
     return TensorError(error or "the model cannot run now", exc.status)
+
+
+def _data_url_bytes(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith("data:"):
+        head, _, payload = value.partition(",")
+        if head.endswith(";base64"):
+            return base64.b64decode(payload)
+    return value  # an uploaded file's URL stays a URL
 
 
 def _only(method: str, allowed: str) -> None:
