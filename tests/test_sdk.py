@@ -189,3 +189,36 @@ def test_file_handle_output_and_a_wrong_iterator_item(serve):
     assert body["error"] == ("run() returned a value that does not match its declared output "
                              "type int: output: expected int, got str ('three')")
     assert body["output"] == [1, 2]  # what was produced before stays
+
+
+def _post_in_thread(server, body: dict, results: list) -> threading.Thread:
+    def call() -> None:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            results.append(client.post("/predictions", json=body))
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    return thread
+
+
+def test_cog_yaml_concurrency_sets_the_slots(serve, tmp_path):
+    gate = tmp_path / "gate"
+    server = serve(CONTRACT / "concurrency_yaml")
+    results: list[httpx.Response] = []
+    threads = [_post_in_thread(server, {"input": {"gate": str(gate)}}, results)
+               for _ in range(2)]
+    server.wait_for("BUSY")  # two slots taken
+    extra = server.predict(gate=str(gate))
+    assert extra.status_code == 409
+    gate.write_text("open")
+    for t in threads:
+        t.join()
+    assert [r.json()["output"] for r in results] == ["done", "done"]
+    assert server.wait_for("READY")["status"] == "READY"
+    env_server = serve(CONTRACT / "concurrency_yaml", env={"COG_MAX_CONCURRENCY": "1"})
+    gate.unlink()
+    threads = [_post_in_thread(env_server, {"input": {"gate": str(gate)}}, results)]
+    env_server.wait_for("BUSY")  # COG_MAX_CONCURRENCY=1 overrides cog.yaml: one slot
+    assert env_server.predict(gate=str(gate)).status_code == 409
+    gate.write_text("open")
+    threads[0].join()
