@@ -154,6 +154,9 @@ def read_signature(fn: Any, *, skip_self: bool = False) -> Signature:
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise where.error("*args and **kwargs cannot be inputs", name)
+        if param.kind is param.POSITIONAL_ONLY:  # inputs are passed by name
+            raise where.error("is positional-only (before `/`); inputs are passed by name",
+                              name)
         if name not in hints:
             raise where.error("has no type annotation", name)
         tspec = _input_type(hints[name], where, name)

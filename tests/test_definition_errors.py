@@ -130,6 +130,7 @@ def test_a_model_file_named_like_a_stdlib_module_still_loads(tmp_path):
     ("x: int = 'five'", 'parameter "x": the default breaks its own declaration: "five" is not '
                         'of type "integer"'),
     ("*args: int", 'parameter "args": *args and **kwargs cannot be inputs'),
+    ("x: int, /", 'parameter "x": is positional-only (before `/`); inputs are passed by name'),
 ])
 def test_input_declaration_errors(tmp_path, signature, message):
     source = ("from typing import Literal\n\nfrom cog import Input, Path\n\n\n"
