@@ -20,9 +20,11 @@ CACHE = BENCH / ".cache"
 VENVS = CACHE / "venvs"
 
 PACKAGES: dict[str, list[str]] = {
-    "cogserve": ["-e", str(REPO), "py-spy>=0.3.14"],
+    # numpy: the V2 sum model (bench/models/v2_sum) needs it
+    "cogserve": ["-e", str(REPO), "py-spy>=0.3.14", "numpy>=1.24"],
     "reference": ["cog==0.23.1", "coglet==0.23.1"],
-    "mlserver": ["mlserver==1.7.1"],
+    # uvloop 0.22+ breaks MLServer 1.7.1's worker pool (get_event_loop() in a fresh process)
+    "mlserver": ["mlserver==1.7.1", "uvloop<0.22"],
 }
 
 

@@ -385,9 +385,11 @@ class V2Json(Scenario):
         path, headers = self.request(self.input_name(server))
         got = loadgen.request(self.infer_url(server), body=path.read_bytes(), headers=headers)
         if got.status != 200:
-            message = got.body[:200].decode(errors="replace")
-            if self.binary and got.status in (400, 415, 422, 501):
-                raise Unsupported(f"binary tensors refused: HTTP {got.status} {message}")
+            message = " ".join(got.body[:120].decode(errors="replace").split())
+            if self.binary and server.system != COGSERVE:
+                # MLServer 1.7.1's REST front end parses every body as JSON: a binary
+                # tensor body gets a 500 from its JSON decoder
+                raise Unsupported(f"binary tensor request body refused: HTTP {got.status}")
             raise RuntimeError(f"HTTP {got.status}: {message}")
         if server.system != FLOOR:
             _check_sum(got.body)
