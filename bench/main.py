@@ -24,14 +24,12 @@ import threading
 import time
 import traceback
 
-from bench import envs, report, systems
-from bench.procs import Proc
+from bench import envs, profile, report, systems
 from bench.scenarios import ALL, Context, Scenario, Unavailable, Unsupported
 from bench.systems import COGSERVE, MLSERVER, REFERENCE, Server, StartError
 
 RESULTS = envs.BENCH / "RESULTS.md"
 QUICK_RESULTS = envs.CACHE / "RESULTS-quick.md"
-PROFILES = envs.CACHE / "profiles"
 
 
 def log(message: str) -> None:
@@ -166,36 +164,6 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
                 server.stop()
 
 
-def profile(scenario: Scenario, ctx: Context, seconds: float) -> pathlib.Path:
-    """cogserve alone under py-spy (all its processes) while the scenario's load runs."""
-    if scenario.restart_each_round:
-        raise SystemExit(f"--profile {scenario.key}: cold start is not profiled "
-                         "(py-spy attaches to a running server)")
-    scenario.prepare(ctx)
-    PROFILES.mkdir(parents=True, exist_ok=True)
-    out = PROFILES / f"{scenario.key}.svg"
-    spy = envs.venv(COGSERVE) / "bin" / "py-spy"
-    server = scenario.start(COGSERVE, ctx)
-    recorder: Proc | None = None
-    try:
-        scenario.warmup(server, ctx)
-        recorder = Proc([str(spy), "record", "--pid", str(server.proc.pid), "--subprocesses",
-                         "--nonblocking", "--rate", "200", "--duration", str(round(seconds)),
-                         "--format", "flamegraph", "-o", str(out)],
-                        log=systems.LOGS / f"py-spy-{scenario.key}.log")
-        time.sleep(0.5)
-        while recorder.alive():
-            scenario.measure(server, ctx)
-        if not out.exists():
-            raise SystemExit(f"py-spy wrote no profile:\n{recorder.tail()}")
-    finally:
-        if recorder is not None:
-            recorder.process.wait(timeout=60)
-            recorder.stop()
-        server.stop()
-    return out
-
-
 # ---------------------------------------------------------------- CLI
 
 
@@ -236,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.profile:
             scenario = next(s for s in ALL if s.key == args.profile)
-            out = profile(scenario, ctx, seconds=max(5.0, seconds * 2))
+            out = profile.record(scenario, ctx, seconds=max(5.0, seconds * 2))
+            print("\n".join(profile.summary(out)))
             print(f"flame graph: {out}")
             return
         started = datetime.datetime.now(datetime.UTC)
