@@ -87,6 +87,19 @@ class Job:
 
     def _log(self, source: str, data: str) -> None:
         self.send({"t": "log", "source": source, "data": data})
+        if self.cancel_deferred:
+            self._raise_deferred_cancel()
+
+    def _raise_deferred_cancel(self) -> None:
+        """A cancel signal came while this line was being written: the frame is out now,
+        so raise it here, on the way back to the model's print(). A model that prints
+        faster than the parent reads spends nearly all its time inside that write, so
+        waiting for a signal to land elsewhere could take until the grace-period kill."""
+        if (threading.get_ident() == threading.main_thread().ident and self.in_user_code
+                and not self.cancel_raised and _current_sync is self):
+            self.cancel_deferred = False
+            self.cancel_raised = True
+            raise CancelationException()
 
     def _metric(self, name: str, value: Any, mode: str) -> None:
         self.send({"t": "metric", "name": name, "value": value, "mode": mode})
