@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 
-from bench import envs, profile, report, systems
+from bench import envs, loadgen, profile, report, systems
 from bench.scenarios import ALL, Context, Scenario, Unavailable, Unsupported
 from bench.systems import COGSERVE, MLSERVER, REFERENCE, Server, StartError
 
@@ -91,9 +91,11 @@ def start_receiver() -> http.server.ThreadingHTTPServer:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().replace("\n", " ").replace("|", "/")
-    return f"{type(exc).__name__}: {text}"[:240] if not isinstance(
-        exc, (StartError, RuntimeError)) or not text else text[:240]
+    """One line for the table: our own errors speak for themselves, others get a type."""
+    text = " ".join(str(exc).split()).replace("|", "/")
+    if not isinstance(exc, (StartError, RuntimeError)) or not text:
+        text = f"{type(exc).__name__}: {text}"
+    return text[:240]
 
 
 def _note(exc: BaseException) -> str:
@@ -126,7 +128,7 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
         for system in chosen:
             try:
                 if scenario.restart_each_round:
-                    servers[system] = Server(system, "", None, 0.0)  # type: ignore[arg-type]
+                    servers[system] = Server(system, "", None, 0.0)
                     continue
                 log(f"{scenario.key}: starting {system}")
                 server = scenario.start(system, ctx)
@@ -135,9 +137,8 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
             except Exception as exc:  # noqa: BLE001
                 outcomes[system].note = _note(exc)
                 log(f"{scenario.key}: {system}: {outcomes[system].note}")
-                if system in servers and servers[system].proc is not None:
+                if system in servers:
                     servers.pop(system).stop()
-                servers.pop(system, None)
         for round_no in range(ctx.rounds):
             for system in chosen:
                 server = servers.get(system)
@@ -151,17 +152,14 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
                         f"{outcomes[system].note}")
                     if os.environ.get("BENCH_DEBUG"):
                         traceback.print_exc()
-                    if server.proc is not None:
-                        server.stop()
-                    servers.pop(system)
+                    servers.pop(system).stop()
                     continue
                 outcomes[system].add(values)
                 shown = ", ".join(f"{k} {report.fmt(v)}" for k, v in values.items())
                 log(f"{scenario.key}: {system} round {round_no + 1}: {shown}")
     finally:
         for server in servers.values():
-            if server.proc is not None:
-                server.stop()
+            server.stop()
 
 
 # ---------------------------------------------------------------- CLI
@@ -231,5 +229,8 @@ if __name__ == "__main__":
     except envs.SetupError as exc:
         print(f"bench: setup failed: {exc}", file=sys.stderr)
         sys.exit(2)
+    except (StartError, Unavailable, loadgen.LoadError) as exc:  # --profile: nothing to record
+        print(f"bench: {exc}", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

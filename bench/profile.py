@@ -34,6 +34,7 @@ def record(scenario: Scenario, ctx: Context, seconds: float) -> pathlib.Path:
     server = scenario.start(COGSERVE, ctx)
     recorder: Proc | None = None
     try:
+        assert server.proc is not None
         scenario.warmup(server, ctx)
         recorder = Proc([str(spy), "record", "--pid", str(server.proc.pid), "--subprocesses",
                          "--nonblocking", "--rate", "200", "--duration", str(round(seconds)),

@@ -227,6 +227,7 @@ class FileDataURL(Scenario):
         self._one(server)
 
     def _one(self, server: Server) -> tuple[float, float]:
+        assert server.proc is not None
         pid = server.proc.pid
         if not reset_peak_rss(pid):
             raise RuntimeError("cannot reset peak RSS (/proc/PID/clear_refs)")
@@ -310,6 +311,7 @@ class ColdStart(Scenario):
         started = self.start(server.system, ctx)
         try:
             time.sleep(1.0)  # let it settle: idle, not mid-startup
+            assert started.proc is not None
             rss = started.proc.rss_kib() / 1024
         finally:
             started.stop()
@@ -399,8 +401,9 @@ class V2Json(Scenario):
 
     def measure(self, server: Server, ctx: Context) -> dict[str, float]:
         path, headers = ctx.cache[f"{self.key}:{server.system}"]
-        r = loadgen.wrk(ctx.wrk, self.infer_url(server), connections=1, seconds=ctx.seconds,
-                        body=path, headers=headers)
+        # a JSON round trip takes ~0.1-0.3 s: a run shorter than 2 s counts too few
+        r = loadgen.wrk(ctx.wrk, self.infer_url(server), connections=1,
+                        seconds=max(2.0, ctx.seconds), body=path, headers=headers)
         if r.ok == 0:
             raise RuntimeError(f"no successful response ({r.non_2xx} non-2xx)")
         return {"successful req/s": r.ok_per_s, "p50": r.p50_ms}

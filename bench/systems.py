@@ -35,11 +35,12 @@ class StartError(RuntimeError):
 class Server:
     system: str
     url: str
-    proc: Proc
+    proc: Proc | None     # None: a stand-in for a scenario that starts its own per round
     ready_s: float
 
     def stop(self) -> None:
-        self.proc.stop()
+        if self.proc is not None:
+            self.proc.stop()
 
 
 def _health_ready(status: int, body: bytes) -> bool:
