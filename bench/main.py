@@ -19,6 +19,7 @@ import datetime
 import http.server
 import os
 import pathlib
+import signal
 import sys
 import threading
 import time
@@ -223,7 +224,12 @@ def main(argv: list[str] | None = None) -> None:
     log(f"results written to {out}")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(128 + signum)  # unwinds through the `finally` blocks that stop servers
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         main()
     except envs.SetupError as exc:

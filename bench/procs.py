@@ -11,11 +11,14 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
+
+_SETPRIV = shutil.which("setpriv") is not None
 
 
 def free_port() -> int:
@@ -83,8 +86,10 @@ class Proc:
         self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
         full_env = dict(os.environ)
         full_env.update(env or {})
+        # if the bench itself is killed (even by SIGKILL) the server dies with it
+        launcher = ["setpriv", "--pdeathsig", "KILL"] if _SETPRIV else []
         self.started = time.perf_counter()
-        self.process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=self._log,
+        self.process = subprocess.Popen([*launcher, *argv], cwd=cwd, env=full_env, stdout=self._log,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         start_new_session=True)
 
