@@ -71,9 +71,10 @@ class Reader:
         self._cm.__exit__(None, None, None)
 
 
-def read_all(server: Any, body: dict[str, Any], method: str = "POST",
-             path: str = "/predictions") -> tuple[httpx.Response, list[tuple[str, Any]]]:
-    reader = Reader(server.client, method, path, body)
+def read_all(server: Any, body: dict[str, Any], method: str = "POST", path: str = "/predictions",
+             headers: dict[str, str] | None = None
+             ) -> tuple[httpx.Response, list[tuple[str, Any]]]:
+    reader = Reader(server.client, method, path, body, headers)
     try:
         return reader.response, reader.rest()
     finally:
@@ -141,7 +142,10 @@ def test_chunks_leave_as_yielded_sync_and_async(serve, tmp_path):
 
 def test_failure_mid_stream(serve):
     server = serve("stream")
-    _, events = read_all(server, {"input": {"n": 5, "fail_at": 2}})
+    # Prefer: respond-async with SSE: the stream wins, as in the reference
+    response, events = read_all(server, {"input": {"n": 5, "fail_at": 2}},
+                                headers={"Prefer": "respond-async"})
+    assert response.status_code == 200
     assert outputs(events) == ["tok0", "tok1"]
     name, final = events[-1]
     assert name == "completed"
