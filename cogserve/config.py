@@ -51,6 +51,10 @@ def load_config(directory: str | os.PathLike[str] | None = None,
             raise DefinitionError(f"{path}: not valid YAML: {exc}") from None
         if not isinstance(data, dict):
             raise DefinitionError(f"{path}: expected a mapping at the top level")
+        for key in ("run", "predict", "train"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise DefinitionError(f'{path}: `{key}:` must be a string like "run.py:Runner", '
+                                      f"not {data[key]!r}")
         cfg.predict_ref = data.get("run") or data.get("predict")
         cfg.train_ref = data.get("train")
         cfg.image = data.get("image")

@@ -140,3 +140,21 @@ def test_input_declaration_errors(tmp_path, signature, message):
     assert result.returncode == 1
     assert result.stderr.startswith("error: run.py:6: run() ")
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("cog_yaml,message", [
+    ("run: [run.py, Runner]\n", "cog.yaml: `run:` must be a string like \"run.py:Runner\", "
+                                "not ['run.py', 'Runner']"),
+    ("run: 'run.py'\n", "'run.py' is not a model reference: expected FILE.py:NAME"),
+    ("run: 'run.py:Runner'\nconcurrency:\n  max: lots\n",
+     "cog.yaml: concurrency.max must be an integer"),
+    ("run: 'run.py:Runner'\nenvironment:\n  - NOEQUALS\n",
+     "cog.yaml: environment entry 'NOEQUALS' is not KEY=VALUE"),
+    ("run: 'run.py:Runner\n", "cog.yaml: not valid YAML"),
+])
+def test_bad_cog_yaml(tmp_path, cog_yaml, message):
+    model = write_model(tmp_path / "m", "def run() -> str:\n    return 'x'\n", cog_yaml=cog_yaml)
+    result = cogserve("predict", model, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert "Traceback" not in result.stderr
