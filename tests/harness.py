@@ -47,7 +47,11 @@ class Server:
         )
         self.client = httpx.Client(base_url=self.url, timeout=60.0)
         if wait:
-            self.wait_for(wait, timeout=timeout)
+            try:
+                self.wait_for(wait, timeout=timeout)
+            except BaseException:  # the caller never gets the object: stop it here
+                self.stop()
+                raise
 
     @property
     def pid(self) -> int:
