@@ -9,8 +9,9 @@ sends everything queued since its last wake-up as one chunk, which keeps a fast 
 stream to a write per loop iteration instead of a write per token.
 
 Once the prediction is over, a client gets END_GRACE seconds to take what is still
-queued; one that reads nothing that long is dropped, so a stuck peer cannot hold a
-connection (or the server's graceful shutdown) forever.
+queued; for one that reads nothing that long the stream task ends and the response
+is abandoned (uvicorn then closes the transport), so a stuck peer holds no task or
+queue. ASGI gives no way to abort the socket itself.
 
 Disconnects: the server stops writing at once. A stream that created its prediction
 with `POST` cancels it, as the reference (and a sync POST) does; a `PUT` stream does
