@@ -245,3 +245,21 @@ def test_sigterm_delivers_queued_webhooks_before_exit(serve, receiver):
     bodies = hook.delivered()
     assert [b["status"] for b in bodies] == ["succeeded"]
     assert bodies[0]["output"] == "BYE"
+
+
+def test_a_hanging_receiver_does_not_hold_up_another_predictions_webhooks(serve, receiver):
+    server = serve("async_slots", env={"COGSERVE_WEBHOOK_TIMEOUT": "60"})
+    stuck = receiver(hang=True)
+    healthy = receiver()
+    r = server.client.post("/predictions", headers=ASYNC, json={
+        "id": "slow", "input": {"text": "a", "sleep": 0.2}, "webhook": stuck.url})
+    assert r.status_code == 202
+    stuck.wait_until(lambda _b: len(stuck.hits) >= 1)  # its start delivery now hangs
+    r = server.client.post("/predictions", headers=ASYNC, json={
+        "id": "fine", "input": {"text": "b", "sleep": 0.2}, "webhook": healthy.url})
+    assert r.status_code == 202
+    bodies = healthy.wait_for_terminal()
+    assert bodies[0]["status"] == "starting" and bodies[-1]["status"] == "succeeded"
+    assert bodies[-1]["output"] == "b"
+    assert len(stuck.hits) == 1  # the stuck one is still waiting on its first delivery
+    assert server.health()["status"] == "READY"  # both slots came back
