@@ -128,16 +128,18 @@ class NoopSequential(_WrkScenario):
     number = "1"
     title = "no-op sync, 1 sequential client"
     model = "noop"
-    figures = (Figure("successful req/s", "req/s", True), Figure("p50", "ms", False),
-               Figure("p99", "ms", False), Figure("non-2xx", "count", False))
+    # wrk's latencies cover every response, 409s included (the reference answers many)
+    figures = (Figure("successful req/s", "req/s", True),
+               Figure("p50, all responses", "ms", False),
+               Figure("p99, all responses", "ms", False), Figure("non-2xx", "count", False))
 
     def body(self) -> pathlib.Path:
         return body_file("noop.json", lambda: b'{"input":{"text":"hi"}}')
 
     def measure(self, server: Server, ctx: Context) -> dict[str, float]:
         r = self.run_wrk(server, ctx, ctx.seconds)
-        return {"successful req/s": r.ok_per_s, "p50": r.p50_ms, "p99": r.p99_ms,
-                "non-2xx": float(r.non_2xx + r.socket_errors)}
+        return {"successful req/s": r.ok_per_s, "p50, all responses": r.p50_ms,
+                "p99, all responses": r.p99_ms, "non-2xx": float(r.non_2xx + r.socket_errors)}
 
 
 class NoopConcurrent(NoopSequential):

@@ -83,7 +83,7 @@ def test_scenario_1_target_needs_twice_the_reference_and_no_errors() -> None:
 def test_failures_show_in_the_table_with_their_reason() -> None:
     scenario = next(s for s in ALL if s.key == "noop_seq")
     results: report.Results = {"noop_seq": {
-        "cogserve": _outcome(**{"successful req/s": [3000.0, 3100.0], "p50": [0.2, 0.3]}),
+        "cogserve": _outcome(**{"successful req/s": [3000.0, 3100.0]}),
         "reference": report.Outcome(note="failed: not ready after 60 s"),
     }}
     text = "\n".join(report.table([scenario], results))
