@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +63,7 @@ class Job:
             self.files_sent = True
         if message["t"] in _TERMINAL:
             self._release_folder(message)
+            _mark_finished(self.id)
         self._send(message)
 
     def _release_folder(self, message: dict[str, Any]) -> None:
@@ -151,6 +153,8 @@ _current_sync: Job | None = None
 _CRITICAL_FILES = frozenset({ipc.__file__, logs.__file__})
 _EARLY_CANCEL_TTL = 5.0
 _early_cancels: dict[str, float] = {}  # id -> when; cancels that beat their predict message
+_finished: OrderedDict[str, float] = OrderedDict()  # id -> when it ended, oldest first
+_finished_lock = threading.Lock()
 
 
 def _on_cancel_signal(signum: int, frame: Any) -> None:
@@ -213,9 +217,27 @@ def _redeliver(job: Job) -> None:
             _signal_main()
 
 
-def remember_early_cancel(prediction_id: str) -> None:
-    """A cancel can overtake its prediction (two sockets): keep it for a few seconds."""
+def _mark_finished(prediction_id: str) -> None:
     now = time.monotonic()
+    with _finished_lock:  # threaded sync train() jobs finish off the loop thread
+        _finished[prediction_id] = now
+        _finished.move_to_end(prediction_id)
+        while _finished:
+            oldest = next(iter(_finished.values()))
+            if now - oldest <= _EARLY_CANCEL_TTL:
+                break
+            _finished.popitem(last=False)
+
+
+def remember_early_cancel(prediction_id: str) -> None:
+    """A cancel can overtake its prediction (two sockets): keep it for a few seconds.
+
+    Unless that id just ended here: then the cancel came late, not early, and keeping it
+    would cancel a new prediction that reuses the id.
+    """
+    now = time.monotonic()
+    if now - _finished.get(prediction_id, -_EARLY_CANCEL_TTL * 2) <= _EARLY_CANCEL_TTL:
+        return
     for key, when in list(_early_cancels.items()):
         if now - when > _EARLY_CANCEL_TTL:
             _early_cancels.pop(key, None)
