@@ -104,6 +104,7 @@ def test_a_model_that_swallows_the_cancel_gets_a_new_worker(serve, receiver, mod
     assert server.client.post("/predictions/sw/cancel").status_code == 200
     final = _canceled(hook)
     assert "the worker was stopped after a cancel was ignored" in final["logs"]
+    assert "ignored its cancel" in server.output()  # the server's own log says so too
     health = server.wait_for("READY", timeout=30)
     assert health["setup"]["status"] == "succeeded"  # setup ran again in the new worker
     [new] = server.worker_pids()
