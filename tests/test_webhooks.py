@@ -194,8 +194,10 @@ def test_trace_headers_and_user_agent(serve, receiver):
 
 def test_bad_webhook_fields_are_422(serve):
     server = serve("sleepy")
-    r = server.client.post("/predictions", json={"input": {}, "webhook": "ftp://x"})
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "webhook"]
+    for bad in ("ftp://x", "http://", "https:///path", "http://h:99999/", 5):
+        r = server.client.post("/predictions", json={"input": {}, "webhook": bad})
+        assert r.status_code == 422, bad
+        assert r.json()["detail"][0]["loc"] == ["body", "webhook"]
     r = server.client.post("/predictions", json={"input": {}, "webhook": "http://127.0.0.1:1/h",
                                                  "webhook_events_filter": ["bogus"]})
     assert r.status_code == 422

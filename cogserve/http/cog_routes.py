@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import cogserve
 from cogserve.http.responses import HTTPError, header, parse_json, read_body, send_json
@@ -191,13 +192,23 @@ async def _wait_or_disconnect(prediction: Prediction, receive: Any) -> bool:
             listener.cancel()
 
 
+def _is_http_url(value: Any) -> bool:
+    """An http(s) URL with a host: refused at once with 422 rather than failing later,
+    where only the server log would say so."""
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        return False
+    try:
+        parts = urlsplit(value)
+        return bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port out of range, an unclosed IPv6 bracket
+        return False
+
+
 def _webhook_fields(body: dict[str, Any], errors: list[tuple[str, str]]
                     ) -> tuple[str | None, frozenset[str] | None, list[tuple[str, str]]]:
     webhook = body.get("webhook")
     events = body.get("webhook_events_filter")
-    if webhook is not None and not (
-        isinstance(webhook, str) and webhook.startswith(("http://", "https://"))
-    ):
+    if webhook is not None and not _is_http_url(webhook):
         errors.append(("webhook", f"{webhook!r} is not an http:// or https:// URL"))
         webhook = None
     chosen: frozenset[str] | None = None
