@@ -1,12 +1,17 @@
 """Upload a file output with PUT multipart/form-data and return the URL it is served at.
 
-httpx streams a multipart file field from the open file in small chunks (with a
-Content-Length from its size), so a large output is never read into memory.
+The multipart body is streamed from the file in 1 MiB chunks with a known
+Content-Length, so a large output is never read into memory; httpx's own multipart
+encoder writes 64 KiB pieces, which made a 50 MiB upload twice as slow as the
+reference (bench scenario 5b).
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import urllib.parse
+from collections.abc import AsyncIterator
 
 import httpx
 
@@ -38,7 +43,15 @@ async def upload_file(path: str, prefix: str, name: str) -> str:
     url = prefix if prefix.endswith("/") else prefix + "/"
     try:
         with open(path, "rb") as fh:
-            response = await client().put(url, files={"file": (name, fh, mime_type(name))})
+            boundary = secrets.token_hex(16)
+            head, tail = _multipart_frame(boundary, name)
+            size = len(head) + os.fstat(fh.fileno()).st_size + len(tail)
+            response = await client().put(
+                url,
+                content=_body(fh, head, tail),
+                headers={"Content-Type": f"multipart/form-data; boundary={boundary}",
+                         "Content-Length": str(size)},
+            )
     except httpx.HTTPError as exc:
         raise UploadError(f"uploading {name} to {url} failed: {type(exc).__name__}: "
                           f"{exc or 'no answer'}") from None
@@ -48,3 +61,24 @@ async def upload_file(path: str, prefix: str, name: str) -> str:
     if location:
         return str(response.url.join(location))
     return url + urllib.parse.quote(name)
+
+
+CHUNK = 1 << 20
+
+
+def _multipart_frame(boundary: str, name: str) -> tuple[bytes, bytes]:
+    quoted = name.replace("\\", "\\\\").replace('"', '\\"')
+    head = (
+        f"--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="file"; filename="{quoted}"\r\n'
+        f"Content-Type: {mime_type(name)}\r\n\r\n"
+    ).encode()
+    return head, f"\r\n--{boundary}--\r\n".encode()
+
+
+async def _body(fh: object, head: bytes, tail: bytes) -> AsyncIterator[bytes]:
+    yield head
+    read = fh.read  # type: ignore[attr-defined]
+    while chunk := read(CHUNK):
+        yield chunk
+    yield tail
