@@ -10,3 +10,11 @@ class CancelationException(BaseException):  # noqa: N818 - Cog's public name
 
 class DefinitionError(Exception):
     """The model's code cannot be served as written (bad reference, bad signature, ...)."""
+
+
+class FetchError(Exception):
+    """A file input could not be fetched; the message names the input.
+
+    Here rather than in worker/files.py so that the worker only imports the download
+    code (urllib, ssl: ~10 ms) for models that take files.
+    """

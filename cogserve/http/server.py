@@ -49,7 +49,7 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
     app, service, stop = build(config, settings, max_body)
     uv_config = uvicorn.Config(
         app, host=host, port=port, loop="none", http="httptools", lifespan="on",
-        log_level=log_level, access_log=False, timeout_graceful_shutdown=None,
+        log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
         server_header=False, date_header=True,
     )
     server = _Server(uv_config)

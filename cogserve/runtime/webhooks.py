@@ -27,13 +27,15 @@ import math
 import os
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
 
 import cogserve
 from cogserve.runtime.prediction import Prediction
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("cogserve")
 
@@ -85,6 +87,8 @@ def client() -> httpx.AsyncClient:
     the pool from the others."""
     global _client
     if _client is None:
+        import httpx  # imported on first use: it costs 25 ms of every server's start
+
         _client = httpx.AsyncClient(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
             headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
@@ -174,6 +178,8 @@ class WebhookSender:
             self.task = None
 
     async def _deliver(self, kind: str, body: bytes) -> None:
+        import httpx
+
         config = self.config
         reason = ""
         for attempt in range(config.max_attempts):

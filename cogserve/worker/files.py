@@ -18,12 +18,10 @@ import urllib.parse
 import urllib.request
 from email.message import Message
 
+from cogserve.exceptions import FetchError
+
 DOWNLOAD_TIMEOUT = float(os.environ.get("COGSERVE_DOWNLOAD_TIMEOUT", "60"))
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class FetchError(Exception):
-    """A file input could not be fetched; the message names the input."""
 
 
 def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None) -> pathlib.Path:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogserve.runner import MISSING
 from cogserve.signature import InputSpec, Signature, TypeSpec
 from cogserve.types import File, Path, Secret
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _pool: ThreadPoolExecutor | None = None
 _URL_SCHEMES = ("http://", "https://", "data:")
@@ -22,6 +24,8 @@ _URL_SCHEMES = ("http://", "https://", "data:")
 def _downloads() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
         _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="cogserve-fetch")
     return _pool
 
@@ -47,7 +51,8 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
         kwargs[spec.name] = _convert(spec, spec.type, value, jobs)
     if jobs:
         # urllib/http.client/ssl cost ~10 ms of worker start; only file inputs need them
-        from cogserve.worker.files import FetchError, fetch
+        from cogserve.exceptions import FetchError
+        from cogserve.worker.files import fetch
 
         folder = tmpdir()
         futures = [

@@ -24,11 +24,10 @@ from typing import Any
 import orjson
 
 from cogserve import ipc
-from cogserve.exceptions import CancelationException
+from cogserve.exceptions import CancelationException, FetchError
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
 from cogserve.worker import inputs, logs, outputs, tempdirs
-from cogserve.worker.files import FetchError
 from cogserve.worker.logs import LogTarget, Router
 
 Send = Callable[[dict[str, Any]], None]
