@@ -21,6 +21,7 @@ import asyncio
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -56,6 +57,43 @@ class SyncChannel:
         if len(body) < size:
             return None
         return orjson.loads(body)
+
+
+    def watch(self, loop: asyncio.AbstractEventLoop, handle: Callable[[dict[str, Any]], None],
+              on_closed: Callable[[], None]) -> None:
+        """Deliver incoming frames to `handle` on `loop`, without a reader thread.
+
+        An async worker used a thread that blocked in recv() and handed each message to
+        the loop; waking it costs a GIL hand-off, which can wait out the 5 ms switch
+        interval while the loop runs predictions. The socket stays blocking (other
+        threads write to it with sendall), so reads here use MSG_DONTWAIT.
+        """
+        buf = bytearray()
+        sock = self.sock
+        fd = sock.fileno()
+
+        def readable() -> None:
+            try:
+                chunk = sock.recv(1 << 20, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                loop.remove_reader(fd)
+                on_closed()
+                return
+            buf.extend(chunk)
+            while len(buf) >= 4:
+                (size,) = _HEADER.unpack_from(buf)
+                end = 4 + size
+                if len(buf) < end:
+                    break
+                message = orjson.loads(buf[4:end])
+                del buf[:end]
+                handle(message)
+
+        loop.add_reader(fd, readable)
 
 
 class AsyncChannel:

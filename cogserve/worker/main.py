@@ -233,7 +233,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
                 os._exit(0)
             loop.call_soon_threadsafe(handle, message)
 
-    threading.Thread(target=reader, args=(data, start), daemon=True).start()
+    data.watch(loop, start, lambda: os._exit(0))
     threading.Thread(target=reader, args=(control, on_control), daemon=True).start()
     await asyncio.Event().wait()
 
