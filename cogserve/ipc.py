@@ -26,6 +26,8 @@ from typing import Any
 
 import orjson
 
+from cogserve import jsoncodec
+
 _HEADER = struct.Struct("!I")
 MAX_FRAME = 1 << 31
 
@@ -56,7 +58,7 @@ class SyncChannel:
         body = self._rfile.read(size)
         if len(body) < size:
             return None
-        return orjson.loads(body)
+        return jsoncodec.loads(body)
 
 
     def watch(self, loop: asyncio.AbstractEventLoop, handle: Callable[[dict[str, Any]], None],
@@ -89,7 +91,7 @@ class SyncChannel:
                 end = 4 + size
                 if len(buf) < end:
                     break
-                message = orjson.loads(buf[4:end])
+                message = jsoncodec.loads(buf[4:end])
                 del buf[:end]
                 handle(message)
 
@@ -118,7 +120,7 @@ class AsyncChannel:
             body = await self.reader.readexactly(size)
         except (asyncio.IncompleteReadError, ConnectionError):
             return None
-        return orjson.loads(body)
+        return jsoncodec.loads(body)
 
     def close(self) -> None:
         try:

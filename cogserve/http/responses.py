@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 
+from cogserve import jsoncodec
+
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
@@ -69,6 +71,6 @@ def parse_json(body: bytes) -> Any:
     if not body.strip():
         return None
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
+        return jsoncodec.loads(body)
+    except jsoncodec.DecodeError as exc:
         raise HTTPError(400, {"error": f"Request body is not valid JSON: {exc}"}) from None

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from cogserve import jsoncodec
 from cogserve.v2.codec import DATATYPES, Datatype, Tensor, TensorError
 from cogserve.validation import resolve
 
@@ -186,8 +187,8 @@ def _element(kind: str, value: Any, where: str) -> Any:
     if isinstance(value, bytes | str):
         text = _text(value, where)
         try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
+            return jsoncodec.loads(text)
+        except jsoncodec.DecodeError:
             return text
     return value
 

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 import cogserve
+from cogserve import jsoncodec
 from cogserve.http.cog_routes import _wait_or_disconnect
 from cogserve.http.responses import HTTPError, header, read_body, send_json
 from cogserve.runtime.service import Service, ServiceError, generate_id
@@ -335,8 +336,8 @@ def _split(body: bytes, header_length: str | None) -> tuple[bytes | memoryview, 
 
 def _parse(head: bytes | memoryview) -> dict[str, Any]:
     try:
-        request = orjson.loads(head)
-    except orjson.JSONDecodeError as exc:
+        request = jsoncodec.loads(head)
+    except jsoncodec.DecodeError as exc:
         raise TensorError(f"the request is not valid JSON: {exc}") from None
     if not isinstance(request, dict):
         raise TensorError("the request must be a JSON object")

