@@ -123,6 +123,18 @@ class Job:
                                                          dir=tempdirs.base()))
         return self._tmpdir
 
+    def bind(self) -> tuple[Any, Any, Any]:
+        """Route this context's logs, metrics and tempfile folder to this prediction."""
+        return (self.router.bind(self.id, self.logs), bind_scope(self.scope),
+                tempdirs.bind(self.tmpdir))
+
+    def unbind(self, tokens: tuple[Any, Any, Any]) -> None:
+        log_token, scope_token, tmp_token = tokens
+        tempdirs.unbind(tmp_token)
+        unbind_scope(scope_token)
+        self.router.unbind(self.id, log_token)
+        self.cleanup()
+
     def cleanup(self) -> None:
         for handle in self.opened:
             try:
@@ -259,9 +271,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
     if main_thread:
         _current_sync = job
         take_early_cancel(job)
-    token = job.router.bind(job.id, job.logs)
-    scope_token = bind_scope(job.scope)
-    tmp_token = tempdirs.bind(job.tmpdir)
+    tokens = job.bind()
     started = time.perf_counter()
     spec = model.signature.output
     try:
@@ -304,10 +314,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
         job.in_user_code = False
         if main_thread:
             _current_sync = None
-        tempdirs.unbind(tmp_token)
-        unbind_scope(scope_token)
-        job.router.unbind(job.id, token)
-        job.cleanup()
+        job.unbind(tokens)
 
 
 def _throw(iterator: Any, exc: BaseException) -> None:
@@ -326,9 +333,7 @@ def _throw(iterator: Any, exc: BaseException) -> None:
 
 async def run_async(model: LoadedModel, job: Job) -> None:
     loop = asyncio.get_running_loop()
-    token = job.router.bind(job.id, job.logs)
-    scope_token = bind_scope(job.scope)
-    tmp_token = tempdirs.bind(job.tmpdir)
+    tokens = job.bind()
     started = time.perf_counter()
     spec = model.signature.output
     try:
@@ -365,10 +370,7 @@ async def run_async(model: LoadedModel, job: Job) -> None:
     except BaseException as exc:  # noqa: BLE001
         job.fail(exc)
     finally:
-        tempdirs.unbind(tmp_token)
-        unbind_scope(scope_token)
-        job.router.unbind(job.id, token)
-        job.cleanup()
+        job.unbind(tokens)
 
 
 # ---------------------------------------------------------------- mixed entry points
