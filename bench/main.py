@@ -3,7 +3,7 @@
     bench/run                      all scenarios, 5 rounds, writes bench/RESULTS.md
     bench/run --quick              2 rounds of short runs (< 3 min), writes
                                    bench/.cache/RESULTS-quick.md and prints it
-    bench/run -s noop_seq -s sse   only these scenarios
+    bench/run -s noop_seq -s sse   only these scenarios (writes bench/.cache/RESULTS-partial.md)
     bench/run --profile noop_seq   cogserve alone under py-spy: a flame graph SVG
 
 For each scenario every system is started once and warmed up, then the rounds run
@@ -31,6 +31,7 @@ from bench.systems import COGSERVE, MLSERVER, REFERENCE, Server, StartError
 
 RESULTS = envs.BENCH / "RESULTS.md"
 QUICK_RESULTS = envs.CACHE / "RESULTS-quick.md"
+PARTIAL_RESULTS = envs.CACHE / "RESULTS-partial.md"  # -s/--system: never clobber the full table
 
 
 def log(message: str) -> None:
@@ -217,7 +218,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         receiver.shutdown()
         receiver.server_close()
-    out = args.output or (QUICK_RESULTS if args.quick else RESULTS)
+    partial = len(chosen) < len(ALL) or bool(args.system)
+    out = args.output or (QUICK_RESULTS if args.quick else PARTIAL_RESULTS if partial
+                          else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(text)
