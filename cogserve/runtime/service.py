@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 import cogserve
-from cogserve.config import ModelConfig, env_float
+from cogserve.config import ModelConfig, env_float, env_int
 from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
 from cogserve.runtime.outputs import has_files, resolve_files
 from cogserve.runtime.prediction import Prediction, iso, now
@@ -61,9 +61,8 @@ class Settings:
     def from_env(cls, config: ModelConfig, upload_url: str | None = None) -> Settings:
         env = {**config.environment, **{k: v for k, v in os.environ.items() if k.startswith("COG")}}
         setup_timeout = env_float("COG_SETUP_TIMEOUT", None)
-        conc = env.get("COG_MAX_CONCURRENCY")
         return cls(
-            concurrency=int(conc) if conc else config.concurrency,
+            concurrency=env_int("COG_MAX_CONCURRENCY", None) or config.concurrency,
             setup_timeout=setup_timeout if setup_timeout else None,
             cancel_timeout=env_float("COGSERVE_CANCEL_TIMEOUT", 5.0) or 5.0,
             healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
