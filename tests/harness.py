@@ -1,12 +1,16 @@
 """Start the real `cogserve serve` as a process and talk HTTP to it.
 
 Every process a test starts is ended by its pid, on success and on failure.
+Each server gets a TMPDIR of its own: a server ended with SIGKILL cannot remove its
+temporary folder, so the harness does; a server that exited by itself must have
+removed everything it made there (that is a leak of the server, and fails the test).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,6 +42,11 @@ class Server:
                                                delete=False)
         full_env = dict(os.environ)
         full_env.setdefault("LOG_FORMAT", "console")
+        # a test that sets TMPDIR owns that folder and checks it itself
+        self.tmp: pathlib.Path | None = None
+        if "TMPDIR" not in (env or {}):
+            self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="server-tmp-"))
+            full_env["TMPDIR"] = str(self.tmp)
         full_env.update(env or {})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cogserve.cli", "serve", str(self.directory),
@@ -88,12 +97,12 @@ class Server:
 
     def stop(self) -> None:
         self.client.close()
-        children = self.worker_pids() if self.process.poll() is None else []
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        exited_by_itself = self.process.poll() is not None
+        children = [] if exited_by_itself else self.worker_pids()
+        try:  # also a worker that a crashed server left behind in its group
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         for pid in children:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -105,6 +114,12 @@ class Server:
             pass
         self.log.close()
         os.unlink(self.log.name)
+        if self.tmp is None:
+            return
+        left = sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*"))
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if exited_by_itself and self.process.returncode == 0:
+            assert not left, f"the server exited 0 but left temporary files behind: {left}"
 
     def __enter__(self) -> Server:
         return self
