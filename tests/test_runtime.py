@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import shutil
 import signal
@@ -11,7 +13,7 @@ import time
 
 import httpx
 import pytest
-from harness import MODELS
+from harness import MODELS, write_model
 
 
 def test_sync_prediction_envelope_and_logs(serve):
@@ -91,18 +93,22 @@ def test_busy_slot_gives_409_at_once(serve):
     server = serve("sleepy")
     results = {}
 
-    def slow():
-        results["slow"] = server.client.post("/predictions", json={"input": {"sleep": 1.0}})
+    def slow():  # holds the slot until the test cancels it: no race with a timer
+        results["slow"] = server.client.post("/predictions", json={
+            "id": "slow", "input": {"sleep": 60}})
 
     thread = threading.Thread(target=slow)
     thread.start()
     server.wait_for("BUSY", timeout=10)
-    r = httpx.post(server.url + "/predictions", json={"input": {}}, timeout=5)
+    # a queued request would wait the 60 s out; a refusal comes at once
+    r = httpx.post(server.url + "/predictions", json={"input": {}}, timeout=20)
     assert r.status_code == 409
     assert r.json()["error"] == "At capacity - all prediction slots busy"
-    thread.join()
-    assert results["slow"].json()["status"] == "succeeded"
-    assert server.health()["status"] == "READY"
+    assert server.client.post("/predictions/slow/cancel").status_code == 200
+    thread.join(timeout=30)
+    assert results["slow"].json()["status"] == "canceled"
+    server.wait_for("READY")
+    assert server.predict(text="after").json()["output"] == "AFTER"
 
 
 def test_four_slots_run_concurrently_with_their_own_logs(serve):
@@ -122,14 +128,18 @@ def test_four_slots_run_concurrently_with_their_own_logs(serve):
         body = results[i].json()
         assert body["status"] == "succeeded", body
         assert body["logs"] == f"begin p{i}\nfinish p{i}\n"
-    # a fifth concurrent one would be refused
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(4, 9)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    codes = sorted(results[i].status_code for i in range(4, 9))
-    assert codes == [200, 200, 200, 200, 409]
+    # with the four slots held (until cancelled), a fifth one is refused
+    for i in range(4, 8):
+        r = server.client.post("/predictions", headers={"Prefer": "respond-async"},
+                               json={"id": f"held{i}", "input": {"text": f"p{i}", "sleep": 60}})
+        assert r.status_code == 202
+    server.wait_for("BUSY")
+    r = server.client.post("/predictions", json={"input": {"text": "fifth"}})
+    assert r.status_code == 409
+    for i in range(4, 8):
+        assert server.client.post(f"/predictions/held{i}/cancel").status_code == 200
+    server.wait_for("READY")
+    assert server.predict(text="after").json()["output"] == "after"
 
 
 @pytest.mark.parametrize("crash,signame", [("segfault", "SIGSEGV"), ("exit", "status 3"),
@@ -205,20 +215,50 @@ def test_user_healthcheck_unhealthy(serve, tmp_path, mode, expected):
     assert server.health()["status"] == "READY"
 
 
-def test_put_is_idempotent(serve):
-    server = serve("sleepy")
-    first = {}
-    thread = threading.Thread(target=lambda: first.setdefault("r", server.client.put(
-        "/predictions/same-id", json={"input": {"text": "one", "sleep": 1}})))
-    thread.start()
+GATED = """
+import os, time
+from cog import BaseRunner
+
+class Runner(BaseRunner):
+    def run(self, text: str, gate: str) -> str:
+        while not os.path.exists(gate):  # the prediction ends when the test says
+            time.sleep(0.01)
+        return text.upper()
+"""
+
+
+def _send_put(port: int, path: str, body: dict) -> http.client.HTTPConnection:
+    """Send a PUT now (the bytes are with the server when this returns); read it later."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("PUT", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    return conn
+
+
+def test_put_is_idempotent(serve, tmp_path):
+    server = serve(write_model(tmp_path / "gated", GATED))
+    gate = tmp_path / "gate"
+    first = _send_put(server.port, "/predictions/same-id",
+                      {"input": {"text": "one", "gate": str(gate)}})
     server.wait_for("BUSY")
-    again = httpx.put(server.url + "/predictions/same-id",
-                      json={"input": {"text": "two"}}, timeout=30)
-    thread.join()
-    assert first["r"].json()["output"] == "ONE"
-    assert again.status_code == 200
-    assert again.json()["id"] == "same-id"
-    assert again.json()["output"] == "ONE"  # the retry saw the same prediction
+    # a sync retry and an async one, both while the first is held by the gate
+    again = _send_put(server.port, "/predictions/same-id",
+                      {"input": {"text": "two", "gate": str(gate)}})
+    now = server.client.put("/predictions/same-id", headers={"Prefer": "respond-async"},
+                            json={"input": {"text": "three", "gate": str(gate)}})
+    assert now.status_code == 202
+    assert now.json()["status"] in ("starting", "processing")  # not finished
+    assert now.json()["input"]["text"] == "one"  # the running one, not the retry's
+    gate.touch()
+    try:
+        one, two = first.getresponse(), again.getresponse()
+        assert one.status == 200 and two.status == 200
+        one_body, two_body = json.loads(one.read()), json.loads(two.read())
+    finally:
+        first.close()
+        again.close()
+    assert one_body["output"] == "ONE"
+    assert two_body["id"] == "same-id"
+    assert two_body["output"] == "ONE"  # the retry waited for the same prediction
     mismatch = server.client.put("/predictions/a", json={"id": "b", "input": {}})
     assert mismatch.status_code == 422
     assert mismatch.json()["detail"][0]["loc"] == ["body", "id"]
@@ -252,8 +292,13 @@ def test_sigterm_finishes_in_flight_work_then_exits_zero(serve):
 def test_await_explicit_shutdown_ignores_sigterm(serve):
     server = serve("sleepy", "--await-explicit-shutdown")
     os.kill(server.pid, signal.SIGTERM)
-    time.sleep(0.5)
+    # the server has handled the signal once it says so; it must still take work
+    deadline = time.monotonic() + 30
+    while "SIGTERM ignored" not in server.output() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "SIGTERM ignored" in server.output()
     assert server.predict(text="still").json()["output"] == "STILL"
+    assert server.process.poll() is None
     assert server.client.post("/shutdown").status_code == 200
     assert server.process.wait(timeout=15) == 0
     assert server.worker_pids() == []
