@@ -43,3 +43,5 @@ def _loads_large(data: bytes | bytearray | memoryview | str) -> Any:
         return _large_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise DecodeError(str(exc)) from None
+    except RecursionError:  # orjson says "depth limit exceeded" for the same documents
+        raise DecodeError("nested too deeply") from None

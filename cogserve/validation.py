@@ -9,6 +9,7 @@ Messages follow the JSON Schema wording the reference server uses
 from __future__ import annotations
 
 import re
+import reprlib
 import string
 from collections.abc import Callable
 from typing import Any
@@ -29,18 +30,23 @@ _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+# The JSON parser turns an integer beyond 64 bits into the nearest float, so such a value
+# reaches an `int` field as a float that is no longer the number the client sent.
+_INT_RANGE_F = (-float(1 << 63), float(1 << 64))
+
+
 def show(value: Any) -> str:
-    """Render a value as the JSON it came in as, shortened for long strings."""
-    text = orjson.dumps(value).decode() if _jsonable(value) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """Render a value as the JSON it came in as, shortened for long strings.
 
-
-def _jsonable(value: Any) -> bool:
+    A value orjson cannot write (nested deeper than its limit) is shown with reprlib,
+    which stops at a few levels: plain repr() of 100,000 nested lists would recurse
+    until RecursionError and turn a 422 into a 500.
+    """
     try:
-        orjson.dumps(value)
+        text = orjson.dumps(value).decode()
     except TypeError:
-        return False
-    return True
+        text = reprlib.repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def resolve(prop: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
@@ -86,6 +92,12 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
 
         def type_check(value: Any, errors: Errors) -> bool:
             if test(value):
+                if jtype == "integer" and type(value) is float and not _INT_RANGE_F[0] <= \
+                        value < _INT_RANGE_F[1]:
+                    errors.append((name, f"{show(value)} is outside the 64-bit integer range "
+                                         "(larger integers lose their exact value in JSON "
+                                         "parsing)"))
+                    return False
                 return True
             errors.append((name, f"{show(value)} {message_type}"))
             return False

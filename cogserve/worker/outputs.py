@@ -19,6 +19,10 @@ from cogserve.signature import TypeSpec
 
 FILE_KEY = "__cogserve_file__"
 SPILL_PREFIX = "cogserve-out-"
+# JSON carries what orjson can write: nesting below its limit of 254 levels (the output
+# sits inside the envelope, so a little less), integers in the signed/unsigned 64-bit range.
+MAX_DEPTH = 200
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1
 
 
 class OutputTypeError(TypeError):
@@ -54,9 +58,9 @@ def encode(value: Any, t: TypeSpec, output_dir: str, where: str = "output",
             return str(value)
     elif kind == "int":
         if type(value) is int:
-            return value
+            return _int_in_range(value, where)
         if isinstance(value, int) and not isinstance(value, bool):
-            return int(value)
+            return _int_in_range(int(value), where)
         if _numpy_scalar(value, "i"):
             return int(value)
     elif kind == "float":
@@ -128,24 +132,39 @@ def _encode_object(value: Any, t: TypeSpec, output_dir: str, where: str,
     return out
 
 
-def _jsonable(value: Any, output_dir: str, where: str, found: list[str]) -> Any:
-    if value is None or isinstance(value, str | int | float | bool):
+def _jsonable(value: Any, output_dir: str, where: str, found: list[str], depth: int = 0) -> Any:
+    if value is None or isinstance(value, str | float | bool):
         return value
+    if isinstance(value, int):
+        return _int_in_range(value, where)
+    if depth >= MAX_DEPTH:  # else a RecursionError here or in orjson, with no hint why
+        where = where if len(where) <= 60 else where[:57] + "..."
+        raise OutputTypeError(f"{where}: nested more than {MAX_DEPTH} levels deep (or the "
+                              "value contains itself); JSON output cannot hold it")
+    depth += 1
     if isinstance(value, dict):
-        return {str(k): _jsonable(v, output_dir, f"{where}.{k}", found)
+        return {str(k): _jsonable(v, output_dir, f"{where}.{k}", found, depth)
                 for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v, output_dir, f"{where}[{i}]", found) for i, v in enumerate(value)]
+        return [_jsonable(v, output_dir, f"{where}[{i}]", found, depth)
+                for i, v in enumerate(value)]
     if isinstance(value, pathlib.Path):
         found.append(str(value))
         return {FILE_KEY: str(value.resolve())}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(dataclasses.asdict(value), output_dir, where, found)
+        return _jsonable(dataclasses.asdict(value), output_dir, where, found, depth)
     if hasattr(value, "model_dump"):
-        return _jsonable(value.model_dump(), output_dir, where, found)
+        return _jsonable(value.model_dump(), output_dir, where, found, depth)
     if hasattr(value, "tolist"):
         return value.tolist()
     raise OutputTypeError(f"{where}: {type(value).__name__} is not JSON-serialisable")
+
+
+def _int_in_range(value: int, where: str) -> int:
+    if INT_MIN <= value <= INT_MAX:
+        return value
+    raise OutputTypeError(f"{where}: the integer {_short(value)} is outside the 64-bit range "
+                          "JSON output supports; return it as a str or float")
 
 
 def _spill(handle: Any, output_dir: str) -> str:
@@ -171,5 +190,8 @@ def _numpy_scalar(value: Any, kinds: str) -> bool:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more than 4300 digits
+        return f"<{type(value).__name__} too large to print>"
     return text if len(text) <= 60 else text[:57] + "..."
