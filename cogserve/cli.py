@@ -100,7 +100,7 @@ def _serve(args: argparse.Namespace) -> None:
 
     config = load_config(args.directory, args.predictor)
     _apply_environment(config)
-    config.ref("predict")
+    config.ref("predict" if config.predict_ref or not config.train_ref else "train")
     settings = Settings.from_env(config, upload_url=args.upload_url)
     settings.model_name = args.model_name
     settings.model_version = args.model_version
@@ -120,11 +120,14 @@ def _schema(args: argparse.Namespace) -> None:
     output = pathlib.Path(args.output).resolve() if args.output else None
     os.chdir(config.directory)  # as the worker does: the model may read files at import
     with _stdout_to_stderr():  # a model that prints while loading must not corrupt the JSON
-        model = load_model(config.ref("predict"), config.directory)
+        model = None
+        if config.predict_ref or not config.train_ref:  # else a train-only model
+            model = load_model(config.ref("predict"), config.directory)
         train = None
         if config.train_ref:
             train = load_model(config.train_ref, config.directory, "train").signature
-    doc = openapi_document(model.signature, train, streaming=model.streaming)
+    doc = openapi_document(model.signature if model else None, train,
+                           streaming=model.streaming if model else False)
     text = json.dumps(doc, indent=2)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -28,10 +28,13 @@ class ModelConfig:
         ref = self.train_ref if mode == "train" else self.predict_ref
         if not ref:
             key = "train" if mode == "train" else "run"
+            hint = ("; it names only `train:`, so use `cogserve train`"
+                    if mode != "train" and self.train_ref else "")
             raise DefinitionError(
                 f"{self.directory / 'cog.yaml'}: no `{key}:` entry names the model "
                 f"(e.g. `{key}: \"{'train' if mode == 'train' else 'run'}.py:"
                 f"{'train' if mode == 'train' else 'Runner'}\"`), and no --predictor was given"
+                + hint
             )
         return ref
 

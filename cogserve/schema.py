@@ -159,17 +159,25 @@ def output_schema(output: OutputSpec) -> dict[str, Any]:
 
 
 def openapi_document(
-    predict: Signature, train: Signature | None = None, version: str = "0.1.0",
+    predict: Signature | None, train: Signature | None = None, version: str = "0.1.0",
     streaming: bool = False,
 ) -> dict[str, Any]:
-    """The whole /openapi.json: paths, the envelope, and the model's Input/Output."""
+    """The whole /openapi.json: paths, the envelope, and the model's Input/Output.
+
+    `predict` is None for a train-only model (cog.yaml names only `train:`): the
+    document then has no /predictions paths and no Input/Output, only the training parts.
+    """
     schemas: dict[str, Any] = {}
-    inp, enums = input_schema(predict)
-    schemas.update(enums)
-    schemas["Input"] = inp
-    schemas["Output"] = output_schema(predict.output)
-    schemas.update(_ENVELOPE)
     paths = copy.deepcopy(_PREDICTION_PATHS)
+    if predict is not None:
+        inp, enums = input_schema(predict)
+        schemas.update(enums)
+        schemas["Input"] = inp
+        schemas["Output"] = output_schema(predict.output)
+        schemas.update(_ENVELOPE)
+    else:
+        schemas.update({k: v for k, v in _ENVELOPE.items() if not k.startswith("Prediction")})
+        paths = {k: v for k, v in paths.items() if not k.startswith("/predictions")}
     if streaming:  # what the reference server reads to allow Accept: text/event-stream
         paths["/predictions"]["post"]["x-cog-streaming"] = True
     if train is not None:

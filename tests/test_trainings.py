@@ -158,3 +158,67 @@ def test_cogserve_train_cli_bad_input(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 2
     assert 'missing required input "text"' in proc.stderr
+
+
+# ---------------------------------------------------------------- train-only models
+
+
+def test_train_only_model_serves_trainings_and_says_there_is_no_predictor(serve):
+    server = serve("trainings_only")  # cog.yaml: only `train:`
+    assert server.health()["setup"]["status"] == "succeeded"
+    r = server.client.post("/trainings", json={"input": {"text": "a", "steps": 3}})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "succeeded", body
+    assert body["output"] == "trained a x3 from base-weights"  # setup() ran first
+    assert body["logs"] == "step 0\nstep 1\nstep 2\n"
+    # /predictions: a 404 that says why and what to use, for POST, PUT and cancel
+    for method, path in (("POST", "/predictions"), ("PUT", "/predictions/p1"),
+                         ("POST", "/predictions/p1/cancel")):
+        r = server.client.request(method, path, json={"input": {"text": "a"}})
+        assert r.status_code == 404, (method, path)
+        assert "no predictor" in r.json()["error"] and "/trainings" in r.json()["error"]
+    # V2 runs predictions only: a clear 404, not a 500
+    r = server.client.get("/v2/models/trainings_only")
+    assert r.status_code == 404
+    assert "no predictor" in r.json()["error"]
+    # validation, idempotent PUT and cancel work on /trainings as for any model
+    r = server.client.post("/trainings", json={"input": {"steps": 0}})
+    assert r.status_code == 422
+    assert [d["loc"][-1] for d in r.json()["detail"]] == ["steps", "text"]
+    r = server.client.put("/trainings/t1", json={"input": {"text": "b"}})
+    assert r.json()["output"] == "trained b x2 from base-weights"
+    assert server.client.post("/trainings/t1/cancel").status_code == 404  # finished
+
+
+def test_train_only_model_discovery_and_schema(serve):
+    server = serve("trainings_only")
+    root = server.client.get("/").json()
+    assert root["trainings_url"] == "/trainings"
+    assert "predictions_url" not in root
+    doc = server.client.get("/openapi.json").json()
+    assert not [p for p in doc["paths"] if p.startswith("/predictions")]
+    assert "/trainings" in doc["paths"] and "/trainings/{training_id}/cancel" in doc["paths"]
+    schemas = doc["components"]["schemas"]
+    assert "Input" not in schemas and "PredictionRequest" not in schemas
+    assert list(schemas["TrainingInput"]["properties"]) == ["text", "steps"]
+    assert schemas["TrainingOutput"]["type"] == "string"
+    assert "TrainingRequest" in schemas and "HTTPValidationError" in schemas
+
+
+def test_train_only_model_with_the_cli(tmp_path):
+    model = str(MODELS / "trainings_only")
+    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "train", model,
+                           "-i", "text=cli"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "trained cli x2 from base-weights"
+    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "predict", model,
+                           "-i", "text=cli"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "names only `train:`, so use `cogserve train`" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "schema", model],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert '"TrainingInput"' in proc.stdout and '"/predictions"' not in proc.stdout

@@ -33,6 +33,9 @@ class App:
             "/shutdown": {"POST": cog.shutdown},
         }
         self.prefixed: list[tuple[str, Any]] = [("/predictions/", self._prediction_item)]
+        if not service.config.predict_ref:  # train-only: say so, rather than a bare 404
+            self.exact["/predictions"] = {"POST": self._no_predictor}
+            self.prefixed = [("/predictions/", self._no_predictor)]
         if service.config.train_ref:
             self.exact["/trainings"] = {"POST": self._create_training}
             self.prefixed.append(("/trainings/", self._training_item))
@@ -59,7 +62,11 @@ class App:
         if routes is not None:
             handler = routes.get(method)
             if handler is None:
-                raise _not_allowed(routes)
+                # HEAD is GET without the body (the ASGI server drops it), as the reference
+                # allows on /health-check: load balancers and `curl -I` probe with it
+                handler = routes.get("GET") if method == "HEAD" else None
+                if handler is None:
+                    raise _not_allowed(routes)
             await handler(scope, receive, send)
             return
         for prefix, handler in self.prefixed:
@@ -95,6 +102,11 @@ class App:
     async def _create_training(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await self.cog.create(scope, receive, send, mode="train")
 
+    async def _no_predictor(self, *_: Any) -> None:
+        raise HTTPError(404, {"error": "This model has no predictor: its cog.yaml names only "
+                                       "`train:`, not `run:`/`predict:`. Use POST /trainings.",
+                              "status": "failed"})
+
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
             message = await receive()
@@ -112,5 +124,5 @@ class App:
 
 
 def _not_allowed(routes: dict[str, Any]) -> HTTPError:
-    allow = ", ".join(sorted(routes)).encode()
+    allow = ", ".join(sorted({*routes, "HEAD"} if "GET" in routes else routes)).encode()
     return HTTPError(405, {"error": "Method Not Allowed"}, [(b"allow", allow)])

@@ -44,6 +44,9 @@ class CogRoutes:
             "predictions_idempotent_url": "/predictions/{prediction_id}",
             "predictions_cancel_url": "/predictions/{prediction_id}/cancel",
         }
+        if not self.service.config.predict_ref:  # train-only: /predictions answers 404
+            for key in ("predictions_url", "predictions_idempotent_url", "predictions_cancel_url"):
+                del doc[key]
         if self.service.config.train_ref:
             doc["trainings_url"] = "/trainings"
             doc["trainings_idempotent_url"] = "/trainings/{training_id}"

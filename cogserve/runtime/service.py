@@ -114,9 +114,13 @@ class Service:
         self._setup_logs = []
         self.ready.clear()
         clear_folder(self.tmp_root)
+        # a train-only model (cog.yaml names only `train:`) runs its trainer as the model
+        train_only = not self.config.predict_ref and bool(self.config.train_ref)
         self.worker = WorkerProcess(
-            WorkerSpec(ref=self.config.ref("predict"), directory=str(self.config.directory),
-                       train_ref=self.config.train_ref,
+            WorkerSpec(ref=self.config.ref("train" if train_only else "predict"),
+                       directory=str(self.config.directory),
+                       mode="train" if train_only else "predict",
+                       train_ref=None if train_only else self.config.train_ref,
                        env={"TMPDIR": self.tmp_root, **self.settings.extra_env},
                        schema_only=self.gate),
             self._on_control, self._on_data, self._on_exit,
@@ -174,8 +178,10 @@ class Service:
                 stream.write(message["data"])
         elif kind == "schema":
             self.schema = message["schema"]
-            self.validators = {"predict": InputValidator(self.schema)}
             components = self.schema["components"]["schemas"]
+            self.validators = {}
+            if "Input" in components:  # not for a train-only model
+                self.validators["predict"] = InputValidator(self.schema)
             if "TrainingInput" in components:
                 self.validators["train"] = InputValidator(self.schema, "TrainingInput")
             self.is_async = message["is_async"]
@@ -376,9 +382,18 @@ class Service:
         message: dict[str, Any] = {"t": "predict", "id": prediction_id, "input": raw_input}
         if mode == "train":
             message["mode"] = "train"
-        self._maybe_spill(message)
         assert self.worker is not None
-        self.worker.send_data(message)
+        try:
+            self._maybe_spill(message)
+            self.worker.send_data(message)
+        except TypeError as exc:  # orjson: nested too deeply, an int beyond 64 bits
+            # nothing reached the worker: give the slot back, or it is lost for good
+            self.predictions.pop(prediction_id, None)
+            self.free += 1
+            raise ServiceError(422, {"detail": [{
+                "loc": ["body", "input"], "type": "value_error",
+                "msg": f"the input cannot be passed to the model: {exc} (JSON nested "
+                       "deeper than about 250 levels is refused)"}]}) from None
         prediction.mark_started()
         return prediction
 

@@ -53,6 +53,9 @@ class V2Routes:
         if schema is None:
             reason = self.service.fatal_reason or "the model is still loading"
             raise TensorError(f"model metadata is not available: {reason}", 503)
+        if "Input" not in schema["components"]["schemas"]:
+            raise TensorError("this model has no predictor (its cog.yaml names only `train:`);"
+                              " the V2 protocol runs predictions only", 404)
         if schema is not self._schema_seen:  # a restarted worker reports its schema again
             self._metadata = ModelMetadata(schema)
             self._schema_seen = schema

@@ -45,8 +45,11 @@ def main() -> None:
     try:
         model = load_model(cfg["ref"], pathlib.Path(cfg["directory"]), cfg.get("mode", "predict"))
         trainer = _load_trainer(cfg.get("train_ref"), model, pathlib.Path(cfg["directory"]))
-        schema = openapi_document(model.signature, trainer.signature if trainer else None,
-                                  streaming=model.streaming)
+        if cfg.get("mode") == "train":  # a train-only model: `model` is the trainer
+            schema = openapi_document(None, model.signature)
+        else:
+            schema = openapi_document(model.signature, trainer.signature if trainer else None,
+                                      streaming=model.streaming)
     except DefinitionError as exc:
         router.fallback.flush()
         control.send({"t": "fatal", "reason": str(exc)})
