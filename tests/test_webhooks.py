@@ -21,31 +21,40 @@ def _outputs_grow(bodies: list[dict]) -> None:
     assert logs == sorted(logs), logs
 
 
-def test_async_prediction_default_filter_sends_every_event_in_order(serve, receiver):
+def _delivered_output(hook, k: int) -> None:
+    """Wait until a `processing` delivery carries exactly the first k tokens."""
+    want = [f"tok{i}" for i in range(k)]
+    hook.wait_until(lambda bodies: any(
+        b["status"] == "processing" and b["output"] == want for b in bodies))
+
+
+def test_async_prediction_default_filter_sends_every_event_in_order(serve, receiver, tmp_path):
     server = serve("hooks", env=FAST)
     hook = receiver()
+    gate = str(tmp_path / "gate")
     r = server.client.post("/predictions", headers=ASYNC, json={
-        "id": "all1", "input": {"n": 3, "delay": 0.2}, "webhook": hook.url})
+        "id": "all1", "input": {"n": 3, "gate": gate}, "webhook": hook.url})
     assert r.status_code == 202
     accepted = r.json()
     assert accepted["id"] == "all1" and accepted["status"] == "starting"
-    assert accepted["input"] == {"n": 3, "delay": 0.2}
+    assert accepted["input"] == {"n": 3, "gate": gate}
     assert accepted["created_at"] and accepted["output"] == []
+    # the model makes token k only once the delivery of token k-1 has arrived: every
+    # token shows up on its own, in a `processing` delivery
+    for k in (1, 2, 3):
+        _delivered_output(hook, k)
+        (tmp_path / f"gate{k}").touch()
     bodies = hook.wait_for_terminal()
     _outputs_grow(bodies)
     first, last = bodies[0], bodies[-1]
     assert first["status"] == "starting" and first["id"] == "all1"
-    assert first["input"] == {"n": 3, "delay": 0.2}
+    assert first["input"] == {"n": 3, "gate": gate}
     assert last["status"] == "succeeded"
     assert last["output"] == ["tok0", "tok1", "tok2"]
     assert last["logs"] == "log 0\nlog 1\nlog 2\n"
     assert last["metrics"]["predict_time"] > 0
     middle = bodies[1:-1]
     assert middle and all(b["status"] == "processing" for b in middle)
-    # with 0.2 s between yields and a 0.05 s interval every token shows up on its own
-    seen = [b["output"] for b in middle]
-    for k in (1, 2, 3):
-        assert [f"tok{i}" for i in range(k)] in seen
     assert [b["status"] for b in bodies].count("succeeded") == 1
     assert all(h.path == "/hook" for h in hook.hits)
 
@@ -213,20 +222,24 @@ def test_unreachable_webhook_does_not_fail_the_prediction(serve):
     assert server.predict(text="v").json()["output"] == "V"
 
 
-def test_put_respond_async_retry_returns_current_state_and_creates_nothing(serve, receiver):
+def test_put_respond_async_retry_returns_current_state_and_creates_nothing(serve, receiver,
+                                                                          tmp_path):
     server = serve("hooks", env=FAST)
     hook = receiver()
+    gate = str(tmp_path / "gate")
     r = server.client.put("/predictions/p1", headers=ASYNC, json={
-        "input": {"n": 2, "delay": 0.5}, "webhook": hook.url})
+        "input": {"n": 2, "gate": gate}, "webhook": hook.url})
     assert r.status_code == 202 and r.json()["status"] == "starting"
-    hook.wait_until(lambda bodies: any(b["output"] for b in bodies))
+    _delivered_output(hook, 1)  # the model now waits for gate1: p1 is still running
     again = server.client.put("/predictions/p1", headers=ASYNC,
                               json={"input": {"n": 5}, "webhook": hook.url})
     assert again.status_code == 202
     current = again.json()
     assert current["id"] == "p1" and current["status"] == "processing"
-    assert current["input"] == {"n": 2, "delay": 0.5}  # the running one, not the retry's
-    assert current["output"][:1] == ["tok0"]
+    assert current["input"] == {"n": 2, "gate": gate}  # the running one, not the retry's
+    assert current["output"] == ["tok0"]
+    (tmp_path / "gate1").touch()
+    (tmp_path / "gate2").touch()
     bodies = hook.wait_for_terminal()
     assert [b["status"] for b in bodies].count("starting") == 1  # no second prediction
     assert bodies[-1]["output"] == ["tok0", "tok1"]
