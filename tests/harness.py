@@ -43,10 +43,10 @@ class Server:
         full_env = dict(os.environ)
         full_env.setdefault("LOG_FORMAT", "console")
         # a test that sets TMPDIR owns that folder and checks it itself
-        self.tmp: pathlib.Path | None = None
+        self.own_tmp: pathlib.Path | None = None
         if "TMPDIR" not in (env or {}):
-            self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="server-tmp-"))
-            full_env["TMPDIR"] = str(self.tmp)
+            self.own_tmp = pathlib.Path(tempfile.mkdtemp(prefix="server-tmp-"))
+            full_env["TMPDIR"] = str(self.own_tmp)
         full_env.update(env or {})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cogserve.cli", "serve", str(self.directory),
@@ -114,10 +114,10 @@ class Server:
             pass
         self.log.close()
         os.unlink(self.log.name)
-        if self.tmp is None:
+        if self.own_tmp is None:
             return
-        left = sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*"))
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        left = sorted(str(p.relative_to(self.own_tmp)) for p in self.own_tmp.rglob("*"))
+        shutil.rmtree(self.own_tmp, ignore_errors=True)
         if exited_by_itself and self.process.returncode == 0:
             assert not left, f"the server exited 0 but left temporary files behind: {left}"
 

@@ -141,12 +141,14 @@ def test_readiness_follows_setup_and_liveness_fails_when_setup_failed(serve, tmp
     r = slow.client.get("/v2/health/ready")
     assert (r.status_code, r.json()) == (503, {"ready": False})
     assert slow.client.get("/v2/models/gated/ready").json() == {"name": "gated", "ready": False}
-    assert slow.client.get("/v2/health/live").status_code == 200
+    r = slow.client.get("/v2/health/live")
+    assert (r.status_code, r.json()) == (200, {"live": True})
     assert "Setup has not finished" in error_of(
         infer(slow, {"inputs": [tensor("x", "INT64", [1], [1])]}, "/v2/models/gated"), 503)
     gate.write_text("go")
     slow.wait_for("READY")
-    assert slow.client.get("/v2/health/ready").status_code == 200
+    r = slow.client.get("/v2/health/ready")
+    assert (r.status_code, r.json()) == (200, {"ready": True})
     out = infer(slow, {"inputs": [tensor("x", "INT64", [1], [1])]}, "/v2/models/gated").json()
     assert out["outputs"] == [{"name": "output", "datatype": "INT64", "shape": [1], "data": [2]}]
 
