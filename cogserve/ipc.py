@@ -2,17 +2,17 @@
 
 The worker's fd 1 and 2 are pipes for user output; these sockets are separate file
 descriptors that user code never writes to, so a print (from Python, C or a child
-process) cannot corrupt a frame. One control channel carries lifecycle messages and
-one channel per slot carries that slot's prediction, so a chatty prediction never
-delays another slot's messages.
+process) cannot corrupt a frame. The control channel carries lifecycle messages (and
+cancels, which must not queue behind a prediction's output); the data channel carries
+predictions and their events, each message tagged with its prediction's id.
 
 Messages are dicts with a "t" (type) key:
   control, parent -> worker: cancel{id}, healthcheck{id}, shutdown
   control, worker -> parent: schema{...}, log{source,data}, ready, setup_failed{error},
                              fatal{reason}, healthcheck_result{id,status,error}
-  slot, parent -> worker:    predict{id,input|input_file,output_dir}
-  slot, worker -> parent:    log{source,data}, output{output}, metric{name,value,mode},
-                             done{output,predict_time,metrics}, failed{error}, cancelled
+  data, parent -> worker:    predict{id,input|input_file,mode}
+  data, worker -> parent:    log{source,data}, output{output}, metric{name,value,mode},
+                             done{output,predict_time}, failed{error}, cancelled
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import orjson
 from cogserve import jsoncodec
 
 _HEADER = struct.Struct("!I")
-MAX_FRAME = 1 << 31
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -70,7 +69,7 @@ class SyncChannel:
         interval while the loop runs predictions. The socket stays blocking (other
         threads write to it with sendall), so reads here use MSG_DONTWAIT.
         """
-        buf = bytearray()
+        frames = FrameSplitter(handle)
         sock = self.sock
         fd = sock.fileno()
 
@@ -85,45 +84,85 @@ class SyncChannel:
                 loop.remove_reader(fd)
                 on_closed()
                 return
-            buf.extend(chunk)
-            while len(buf) >= 4:
-                (size,) = _HEADER.unpack_from(buf)
-                end = 4 + size
-                if len(buf) < end:
-                    break
-                message = jsoncodec.loads(buf[4:end])
-                del buf[:end]
-                handle(message)
+            frames.feed(chunk)
 
         loop.add_reader(fd, readable)
 
 
-class AsyncChannel:
-    """An asyncio end of a socket (the parent's, and an async worker's)."""
+class FrameSplitter:
+    """Cuts a byte stream into frames and hands each decoded message on, in order.
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    The common case, a chunk that holds whole frames and nothing buffered, is parsed in
+    place through a memoryview; only a partial frame is copied into the buffer.
+    """
+
+    __slots__ = ("_buf", "_handle")
+
+    def __init__(self, handle: Callable[[dict[str, Any]], None]) -> None:
+        self._buf = bytearray()
+        self._handle = handle
+
+    def feed(self, chunk: bytes) -> None:
+        buf = self._buf
+        if buf:
+            buf.extend(chunk)
+            data: bytes | bytearray = buf
+        else:
+            data = chunk
+        view = memoryview(data)
+        size_of = _HEADER.unpack_from
+        pos, total = 0, len(data)
+        try:
+            while total - pos >= 4:
+                end = pos + 4 + size_of(data, pos)[0]
+                if end > total:
+                    break
+                self._handle(jsoncodec.loads(view[pos + 4:end]))
+                pos = end
+        finally:
+            view.release()
+            if data is buf:
+                del buf[:pos]
+            elif pos < total:
+                buf.extend(chunk[pos:])
+
+
+class AsyncChannel(asyncio.Protocol):
+    """The parent's end of a socket, as an asyncio protocol.
+
+    Frames are decoded and handed to `handle` straight from data_received: no reader
+    task, no readexactly() futures, so a worker message costs no task switch.
+    """
+
+    def __init__(self, handle: Callable[[dict[str, Any]], None]) -> None:
+        self._frames = FrameSplitter(handle)
+        self.transport: asyncio.Transport | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @classmethod
-    async def open(cls, sock: socket.socket) -> AsyncChannel:
-        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
-        return cls(reader, writer)
+    async def open(cls, sock: socket.socket,
+                   handle: Callable[[dict[str, Any]], None]) -> AsyncChannel:
+        loop = asyncio.get_running_loop()
+        _, channel = await loop.create_unix_connection(lambda: cls(handle), sock=sock)
+        return channel
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self._frames.feed(data)
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
 
     def send(self, message: dict[str, Any]) -> None:
-        self.writer.write(encode(message))
-
-    async def recv(self) -> dict[str, Any] | None:
-        try:
-            header = await self.reader.readexactly(4)
-            (size,) = _HEADER.unpack(header)
-            body = await self.reader.readexactly(size)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return None
-        return jsoncodec.loads(body)
+        if self.transport is not None:
+            self.transport.write(encode(message))
 
     def close(self) -> None:
-        try:
-            self.writer.close()
-        except (RuntimeError, OSError):
-            pass
+        if self.transport is not None:
+            self.transport.close()

@@ -57,7 +57,7 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.control: AsyncChannel | None = None
         self.data: AsyncChannel | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._waiter: asyncio.Task[None] | None = None
         self.exit_code: int | None = None
 
     @property
@@ -83,35 +83,28 @@ class WorkerProcess:
             pass_fds=(control_child.fileno(), data_child.fileno()),
             env=env,
             stdin=subprocess.DEVNULL,
-            start_new_session=False,
+            # its own process group, so that whatever the model starts (a server forked in
+            # setup(), a subprocess of a killed run()) ends with the worker: `end_group`
+            process_group=0,
         )
         control_child.close()
         data_child.close()
-        self.control = await AsyncChannel.open(control_parent)
-        self.data = await AsyncChannel.open(data_parent)
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._pump(self.control, self._on_control)),
-            loop.create_task(self._pump(self.data, self._on_data)),
-            loop.create_task(self._wait()),
-        ]
-
-    async def _pump(self, channel: AsyncChannel, handler: Handler) -> None:
-        while True:
-            message = await channel.recv()
-            if message is None:
-                return
-            handler(message)
+        self.control = await AsyncChannel.open(control_parent, self._on_control)
+        self.data = await AsyncChannel.open(data_parent, self._on_data)
+        self._waiter = asyncio.get_running_loop().create_task(self._wait())
 
     async def _wait(self) -> None:
         assert self.process is not None
         process = self.process
         loop = asyncio.get_running_loop()
         code = await loop.run_in_executor(None, process.wait)
-        # let both pumps deliver what the worker wrote before it ended
-        for task in self._tasks[:2]:
+        end_group(process.pid)
+        # let both channels deliver what the worker wrote before it ended
+        for channel in (self.control, self.data):
+            if channel is None:
+                continue
             try:
-                await asyncio.wait_for(asyncio.shield(task), 1.0)
+                await asyncio.wait_for(asyncio.shield(channel.closed), 1.0)
             except (TimeoutError, asyncio.CancelledError):
                 pass
         self.exit_code = code
@@ -131,6 +124,7 @@ class WorkerProcess:
                 self.process.kill()
             except ProcessLookupError:
                 pass
+            end_group(self.process.pid)
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Ask the worker to exit; kill it if it does not."""
@@ -146,3 +140,16 @@ class WorkerProcess:
             await asyncio.wait_for(loop.run_in_executor(None, process.wait), timeout)
         except TimeoutError:
             self.kill()
+        end_group(process.pid)
+
+
+def end_group(pgid: int) -> None:
+    """SIGKILL what is left of a worker's process group once the worker has ended.
+
+    A child that called setsid() has left the group and is not reached; the worker's
+    own pid is never reused while the group still has members, so this hits no stranger.
+    """
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
