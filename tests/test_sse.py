@@ -37,7 +37,9 @@ class Reader:
     """Reads an SSE response event by event (httpx, streaming)."""
 
     def __init__(self, client: httpx.Client, method: str, path: str, body: dict[str, Any],
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, own_client: bool = False) -> None:
+        # own_client: a second connection made for this reader, closed with it
+        self._client = client if own_client else None
         self._cm = client.stream(method, path, json=body, headers={**SSE, **(headers or {})})
         self.response = self._cm.__enter__()
         self._lines = self.response.iter_lines()
@@ -69,6 +71,8 @@ class Reader:
 
     def close(self) -> None:
         self._cm.__exit__(None, None, None)
+        if self._client is not None:
+            self._client.close()
 
 
 def read_all(server: Any, body: dict[str, Any], method: str = "POST", path: str = "/predictions",
@@ -234,7 +238,8 @@ def test_two_concurrent_readers_get_every_event(serve, tmp_path):
     gate = tmp_path / "gate"
     body = {"input": {"n": 5, "gate": str(gate), "metric": True}}
     a = Reader(server.client, "PUT", "/predictions/two", body)
-    b = Reader(httpx.Client(base_url=server.url, timeout=60), "PUT", "/predictions/two", body)
+    b = Reader(httpx.Client(base_url=server.url, timeout=60), "PUT", "/predictions/two", body,
+               own_client=True)
     try:
         a.until("output", 0)
         b.until("output", 0)
@@ -277,7 +282,7 @@ def test_capacity_zero_keeps_live_events_without_replay(serve, tmp_path):
         assert first.next() == ("start", {"id": "z1", "status": "processing"})
         first.until("output", 0)
         second = Reader(httpx.Client(base_url=server.url, timeout=60), "PUT",
-                        "/predictions/z1", body)
+                        "/predictions/z1", body, own_client=True)
         assert second.response.status_code == 200
         gate.touch()
         live = second.rest()
@@ -301,7 +306,7 @@ def test_post_stream_disconnect_cancels_like_a_sync_post(serve):
     try:
         creator.until("output", 0)
         watcher = Reader(httpx.Client(base_url=server.url, timeout=60), "PUT",
-                         "/predictions/d1", {"input": {}})
+                         "/predictions/d1", {"input": {}}, own_client=True)
         watcher.until("output", 0)
         creator.close()
         events = watcher.rest()
