@@ -1,3 +1,4 @@
-from cogserve.worker.main import main
+from cogserve.worker.main import die_with_parent, main
 
+die_with_parent()
 main()

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import codecs
 import contextvars
+import fcntl
 import io
 import os
+import select
+import struct
 import sys
+import termios
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -139,14 +144,61 @@ class RoutedStream(io.TextIOBase):
         return 1 if self._source == "stdout" else 2
 
 
+class _Drain:
+    """One fd pipe and the thread that empties it; `settle` waits for it to catch up."""
+
+    __slots__ = ("busy", "cycles", "fd")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.busy = False  # set before a read, cleared once the text is routed
+        self.cycles = 0  # completed read-and-route rounds
+
+
+_drains: list[_Drain] = []
+
+
+def _pending(fd: int) -> int:
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    except OSError:
+        return 0
+
+
+def settle(timeout: float = 0.2) -> bool:
+    """Wait until fd 1/2 output written so far has been routed; True if there was some.
+
+    Called before a prediction's terminal message: a C extension or a child process that
+    writes just before run() returns would otherwise race the drain thread, and its lines
+    would land in the server log instead of the prediction's logs. When nothing is
+    pending this is one ioctl per pipe. Read order (pending, busy, cycles) can only
+    overestimate the rounds to wait for, which the timeout bounds.
+    """
+    waited = False
+    deadline = 0.0
+    for drain in _drains:
+        pending = _pending(drain.fd)
+        busy = drain.busy
+        if not pending and not busy:
+            continue
+        target = drain.cycles + busy + (pending > 0)
+        waited = True
+        deadline = deadline or time.monotonic() + timeout
+        while drain.cycles < target and time.monotonic() < deadline:
+            time.sleep(0.0002)
+    return waited
+
+
 def capture_output(router: Router) -> None:
     """Point fd 1/2 at pipes drained by threads, and replace sys.stdout/sys.stderr."""
     for fd, source in ((1, "stdout"), (2, "stderr")):
         read_end, write_end = os.pipe()
         os.dup2(write_end, fd)
         os.close(write_end)
+        drain = _Drain(read_end)
+        _drains.append(drain)
         thread = threading.Thread(
-            target=_drain, args=(read_end, source, router), name=f"cogserve-{source}",
+            target=_drain, args=(drain, source, router), name=f"cogserve-{source}",
             daemon=True,
         )
         thread.start()
@@ -154,11 +206,15 @@ def capture_output(router: Router) -> None:
     sys.stderr = RoutedStream("stderr", router)
 
 
-def _drain(fd: int, source: str, router: Router) -> None:
+def _drain(drain: _Drain, source: str, router: Router) -> None:
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    poller = select.poll()
+    poller.register(drain.fd, select.POLLIN)
     while True:
+        poller.poll()  # readable (or closed): only then busy, so idle means not busy
+        drain.busy = True
         try:
-            chunk = os.read(fd, 65536)
+            chunk = os.read(drain.fd, 65536)
         except OSError:
             return
         if not chunk:
@@ -166,3 +222,5 @@ def _drain(fd: int, source: str, router: Router) -> None:
         text = utf8.decode(chunk)
         if text:
             router.unattributed().write(source, text)
+        drain.busy = False
+        drain.cycles += 1

@@ -59,6 +59,8 @@ class Job:
         if message.get("files"):
             self.files_sent = True
         if message["t"] in _TERMINAL:
+            if logs.settle():  # fd 1/2 output written just before the end belongs to this one
+                self.logs.flush()
             self._release_folder(message)
             _mark_finished(self.id)
         self._send(message)

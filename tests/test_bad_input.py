@@ -1,0 +1,124 @@
+"""A hostile client and a badly behaved model: every mistake gets a precise message and
+the right status, the server keeps serving, and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import time
+
+import pytest
+from harness import MODELS
+
+HELLO = MODELS.parent.parent / "examples" / "hello-world"
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie waiting for its reaper counts as ended)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("body,status,phrase", [
+    (b'{"input":{"name":"\xff\xfe"}}', 400, "not valid UTF-8"),
+    (b'{"input":{"name":"\\ud800"}}', 400, "surrogate"),
+    (b'{"input":{"times":NaN}}', 400, "not valid JSON"),
+    (b'{"input":{"times":1e400}}', 400, "infinity"),
+    (b'{"input":{"name":' + b"[" * 100_000 + b"]" * 100_000 + b"}}", 400, "depth"),
+    # over 1 MiB: the other JSON parser, which ran into RecursionError (a 500)
+    (b'{"input":{"name":' + b"[" * 600_000 + b"]" * 600_000 + b"}}", 400, "nested too deeply"),
+    # parsed fine but the wrong type: showing the value recursed (a 500)
+    (b'{"input":{"name":' + b"[" * 1000 + b"]" * 1000 + b"}}", 422, 'is not of type "string"'),
+    # beyond 64 bits the parser gives a float: the model would get another number
+    (b'{"input":{"times":%d}}' % (2**70 + 1), 422, "outside the 64-bit integer range"),
+])
+def test_malformed_bodies_get_a_clear_error(serve, body, status, phrase):
+    server = serve(HELLO)
+    r = server.client.post("/predictions", content=body,
+                           headers={"content-type": "application/json"})
+    assert r.status_code == status, r.text
+    assert phrase in str(r.json())
+    assert server.predict(name="after").json()["output"] == "hello after"
+
+
+def test_input_too_deep_to_pass_on_is_refused_without_losing_the_slot(serve):
+    server = serve("bad_outputs")
+    deep = b'{"input":{"data":' + b'{"a":' * 300 + b"1" + b"}" * 300 + b"}}"
+    for _ in range(3):  # the slot was taken and never given back: 500, then 409 forever
+        r = server.client.post("/predictions", content=deep)
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"][0]["loc"] == ["body", "input"]
+        assert "cannot be passed to the model" in r.json()["detail"][0]["msg"]
+    r = server.predict(data={"a": 1})
+    assert r.status_code == 200
+    assert r.json()["output"] == {"ok": True, "data": {"a": 1}}
+    assert server.health()["status"] == "READY"
+
+
+@pytest.mark.parametrize("kind,phrase", [
+    ("set", "output: set is not JSON-serialisable"),
+    ("deep", "nested more than 200 levels deep"),
+    ("selfref", "(or the value contains itself)"),
+    ("bigint", "the integer 1180591620717411303425 is outside the 64-bit range"),
+])
+def test_output_json_cannot_carry_fails_the_prediction_clearly(serve, kind, phrase):
+    server = serve("bad_outputs")
+    body = server.predict(kind=kind).json()
+    assert body["status"] == "failed"
+    assert phrase in body["error"]
+    assert "Traceback" not in body["error"] and "RecursionError" not in body["error"]
+    assert server.predict(kind="ok").json()["status"] == "succeeded"
+
+
+def test_nan_output_is_null_and_fd_garbage_is_replaced_not_lost(serve):
+    server = serve("bad_outputs")
+    body = server.predict(kind="nan").json()
+    assert body["output"] == {"nan": None, "inf": None}  # valid JSON, not a bare NaN
+    body = server.predict(kind="fd").json()
+    assert body["status"] == "succeeded"
+    # written to fd 1 just before run() returned: still this prediction's, bytes replaced
+    assert body["logs"] == "raw \ufffd\ufffd bytes\n"
+
+
+def test_head_is_get_without_a_body(serve):
+    server = serve(HELLO)
+    for path in ("/", "/health-check", "/openapi.json"):
+        r = server.client.head(path)
+        assert r.status_code == 200, path
+        assert r.content == b""
+        assert int(r.headers["content-length"]) > 0
+    r = server.client.delete("/health-check")
+    assert r.status_code == 405
+    assert r.headers["allow"] == "GET, HEAD"
+    assert server.client.head("/predictions").headers["allow"] == "POST"
+    # no body bytes follow a HEAD answer on a kept-alive connection
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"HEAD /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
+                     b"GET /health-check HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    first, second = data.split(b"\r\n\r\n", 1)
+    assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200")
+
+
+def test_a_child_forked_in_setup_ends_with_the_server(serve, tmp_path):
+    pid_file = tmp_path / "child.pid"
+    server = serve("setup_forks", env={"CHILD_PID_FILE": str(pid_file)})
+    child = int(pid_file.read_text())
+    assert _alive(child)
+    try:
+        assert server.predict().json()["output"] == "ok"
+        assert server.client.post("/shutdown").status_code == 200
+        server.process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the child forked in setup() outlived the server"
+    finally:
+        if _alive(child):
+            os.kill(child, 9)
