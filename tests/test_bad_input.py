@@ -122,3 +122,24 @@ def test_a_child_forked_in_setup_ends_with_the_server(serve, tmp_path):
     finally:
         if _alive(child):
             os.kill(child, 9)
+
+
+def test_prediction_ids_one_rule_for_body_and_path(serve):
+    server = serve(HELLO)
+    rule = "id must be a string of 1 to 256 characters without '/'"
+    for bad in ("", "a/b", "x" * 257, 5):
+        r = server.client.post("/predictions", json={"id": bad})
+        assert r.status_code == 422, bad
+        assert r.json()["detail"][0] == {"loc": ["body", "id"], "msg": rule,
+                                         "type": "value_error"}
+    r = server.client.put("/predictions/" + "x" * 257, json={})
+    assert r.status_code == 422  # PUT took any length before
+    assert r.json()["detail"][0]["loc"] == ["path", "prediction_id"]
+    # anything else is an opaque id, echoed back exactly
+    for ident in ("x" * 256, "a b", "ünï", "{}"):  # (httpx would resolve "..")
+        r = server.client.put(f"/predictions/{ident}", json={})
+        assert r.status_code == 200, ident
+        assert r.json()["id"] == ident
+    assert server.client.post("/predictions", json={"id": "ünï c"}).json()["id"] == "ünï c"
+    assert server.client.post("/predictions", json={"id": ".."}).json()["id"] == ".."
+    assert server.client.post("/predictions/ünï c/cancel").status_code == 404  # finished

@@ -20,6 +20,7 @@ from cogserve.validation import show as _show
 
 WEBHOOK_EVENTS = frozenset({"start", "output", "logs", "completed"})
 _ID = re.compile(r"^[^/]{1,256}$")
+_ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 
 
 class CogRoutes:
@@ -90,6 +91,8 @@ class CogRoutes:
         prediction_id = path_id
         body_id = body.get("id")
         if path_id is not None:
+            if not _ID.match(path_id):  # as for an id in the body: one rule for both
+                raise HTTPError(422, _detail([("path", "prediction_id"), _ID_RULE, "value_error"]))
             if body_id is not None and body_id != path_id:
                 raise HTTPError(422, _detail([("body", "id"), "prediction ID must match the ID "
                                               f"supplied in the URL ({body_id!r} != {path_id!r})",
@@ -101,8 +104,7 @@ class CogRoutes:
                 return
         elif body_id is not None:
             if not isinstance(body_id, str) or not _ID.match(body_id):
-                raise HTTPError(422, _detail([("body", "id"), "id must be a non-empty string "
-                                              "without '/'", "value_error"]))
+                raise HTTPError(422, _detail([("body", "id"), _ID_RULE, "value_error"]))
             prediction_id = body_id
         prediction_id = prediction_id or generate_id()
 
