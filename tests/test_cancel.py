@@ -73,12 +73,14 @@ def test_sync_caller_of_a_canceled_prediction_gets_canceled(serve, receiver):
     assert server.predict(text="after").json()["output"] == "AFTER"
 
 
-def test_cancel_repeated_three_times_then_404(serve, receiver):
+def test_cancel_repeated_three_times_then_404(serve, receiver, tmp_path):
     server = serve("cancel_sync")
     hook = receiver()
-    _start(server, hook, "rep", text="rep", sleep=60, cleanup=1)
+    gate = tmp_path / "cleanup-done"  # the model's cleanup lasts until the gate opens
+    _start(server, hook, "rep", text="rep", sleep=60, cleanup_gate=str(gate))
     codes = [server.client.post("/predictions/rep/cancel").status_code for _ in range(3)]
-    assert codes == [200, 200, 200]
+    assert codes == [200, 200, 200]  # the prediction still exists for all three
+    gate.touch()
     assert "cleanup rep" in _canceled(hook)["logs"]
     server.wait_for("READY")
     # finished predictions are forgotten: cancelling again is 404

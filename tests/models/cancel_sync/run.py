@@ -1,3 +1,4 @@
+import os
 import time
 
 from cog import BaseRunner, CancelationException, Input
@@ -8,7 +9,8 @@ class Runner(BaseRunner):
 
     def run(self, text: str = "x", sleep: float = Input(default=0.0, ge=0),
             busy: float = Input(default=0.0, ge=0),
-            cleanup: float = Input(default=0.0, ge=0), spam: bool = False) -> str:
+            cleanup: float = Input(default=0.0, ge=0), spam: bool = False,
+            cleanup_gate: str = "") -> str:
         print(f"start {text}")
         try:
             time.sleep(sleep)
@@ -21,6 +23,11 @@ class Runner(BaseRunner):
         except CancelationException:
             print(f"cleanup {text}")
             time.sleep(cleanup)  # a slow cleanup: the prediction exists until it ends
+            deadline = time.monotonic() + 60
+            while cleanup_gate and not os.path.exists(cleanup_gate):  # ... or the test says
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
             raise
         print(f"end {text}")
         return text.upper()
