@@ -3,11 +3,10 @@ the train entry point, function or class, sync or async, and `cogserve train`.""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 
 import pytest
+from cli_harness import cogserve
 from harness import MODELS
 
 ASYNC = {"Prefer": "respond-async"}
@@ -146,16 +145,13 @@ def test_no_train_entry_means_no_training_routes(serve):
     ("trainings_mixed", ["--json", '{"text": "cli"}'], "base trained cli"),
 ])
 def test_cogserve_train_cli(model, args, expected, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "train", str(MODELS / model),
-                           *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = cogserve("train", MODELS / model, *args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == expected
 
 
 def test_cogserve_train_cli_bad_input(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "train",
-                           str(MODELS / "trainings_sync"), "-i", "steps=2"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = cogserve("train", MODELS / "trainings_sync", "-i", "steps=2", cwd=tmp_path)
     assert proc.returncode == 2
     assert 'missing required input "text"' in proc.stderr
 
@@ -208,17 +204,12 @@ def test_train_only_model_discovery_and_schema(serve):
 
 def test_train_only_model_with_the_cli(tmp_path):
     model = str(MODELS / "trainings_only")
-    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "train", model,
-                           "-i", "text=cli"], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)
+    proc = cogserve("train", model, "-i", "text=cli", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "trained cli x2 from base-weights"
-    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "predict", model,
-                           "-i", "text=cli"], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)
+    proc = cogserve("predict", model, "-i", "text=cli", cwd=tmp_path)
     assert proc.returncode == 1
     assert "names only `train:`, so use `cogserve train`" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "cogserve.cli", "schema", model],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = cogserve("schema", model, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert '"TrainingInput"' in proc.stdout and '"/predictions"' not in proc.stdout
