@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+SETTLE = 0.2  # seconds: long enough for a delivery already on its way to arrive
+
 
 @dataclass
 class Hit:
@@ -72,17 +74,25 @@ class Receiver:
             return [h.body for h in self.hits if h.answered == 200]
 
     def wait_for_terminal(self, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """Wait until a delivered body is terminal; return all delivered bodies."""
+        """Wait until a delivered body is terminal; return all delivered bodies (after a
+        short settle, so that anything wrongly sent after the final state shows up)."""
         return self.wait_until(lambda bodies: any(
-            b["status"] in ("succeeded", "failed", "canceled") for b in bodies), timeout)
+            b["status"] in ("succeeded", "failed", "canceled") for b in bodies), timeout,
+            settle=SETTLE)
 
-    def wait_until(self, check: Any, timeout: float = 30.0) -> list[dict[str, Any]]:
+    def wait_until(self, check: Any, timeout: float = 30.0, settle: float = 0.0
+                   ) -> list[dict[str, Any]]:
+        """Poll until `check(bodies)`; `settle`: then wait that long before returning, for
+        tests that go on to assert that nothing more was sent (a wait on a condition
+        needs none)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             bodies = self.delivered()
             if check(bodies):
-                time.sleep(0.2)  # anything sent after it would show up now
-                return self.delivered()
+                if settle:
+                    time.sleep(settle)
+                    return self.delivered()
+                return bodies
             time.sleep(0.02)
         raise AssertionError(f"receiver never saw what was expected; got {self.hits}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from receiver import SETTLE
 
 import cogserve
 
@@ -70,13 +71,13 @@ def test_webhook_events_filter(serve, receiver, events):
     if events == ["start"]:
         bodies = hook.wait_until(lambda b: len(b) >= 1)
         server.client.put(f"/predictions/{r.json()['id']}", json={})  # waits for the end
-        bodies = hook.wait_until(lambda b: True)
+        bodies = hook.wait_until(lambda b: True, settle=SETTLE)
         assert [b["status"] for b in bodies] == ["starting"]
         return
     if events in (["output"], ["logs"]):
         want = "output" if events == ["output"] else "logs"
         full = ["tok0", "tok1", "tok2"] if want == "output" else "log 0\nlog 1\nlog 2\n"
-        bodies = hook.wait_until(lambda b: bool(b) and b[-1][want] == full)
+        bodies = hook.wait_until(lambda b: bool(b) and b[-1][want] == full, settle=SETTLE)
         assert all(b["status"] != "starting" for b in bodies)
         _outputs_grow(bodies)
         # the final state is never lost to throttling, and nothing follows it
@@ -158,7 +159,7 @@ def test_retries_are_bounded(serve, receiver):
     server.client.post("/predictions", json={
         "input": {"text": "y"}, "webhook": second.url, "webhook_events_filter": ["completed"]})
     second.wait_for_terminal()
-    second.wait_until(lambda _b: True, timeout=1)
+    second.wait_until(lambda _b: True, settle=SETTLE)
     assert len(hook.hits) == 3
 
 
