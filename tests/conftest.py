@@ -38,6 +38,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _root_key = pytest.StashKey[str]()
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print pytest-randomly's seed even under -q, so a failing order can be replayed."""
+    seed = getattr(terminalreporter.config.option, "randomly_seed", None)
+    if seed is not None:
+        terminalreporter.write_line(f"test order: replay it with --randomly-seed={seed}")
+
+
 def _suite_processes() -> list[tuple[int, str]]:
     """Live processes (not zombies) that carry this session's mark, other than pytest."""
     mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}".encode()
