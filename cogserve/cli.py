@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import base64
 import contextlib
 import json
@@ -11,6 +12,7 @@ import logging
 import mimetypes
 import os
 import pathlib
+import shutil
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -64,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     except DefinitionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C: the worker has been stopped; no traceback
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 def _configure_logging() -> None:
@@ -228,6 +233,9 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
 
     settings = Settings.from_env(config)
     service = Service(config, settings)
+    # Ctrl-C cancels this coroutine before any service.stop() below runs: the worker is
+    # killed as the loop closes (supervisor), and its temp folder goes at exit
+    atexit.register(shutil.rmtree, service.tmp_root, True)
     service.gate = True
     go = asyncio.get_running_loop().create_future()
     service.on_schema.append(lambda: go.done() or go.set_result(None))

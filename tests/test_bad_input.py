@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
 
+import httpx
 import pytest
 from harness import MODELS
 
@@ -143,3 +148,69 @@ def test_prediction_ids_one_rule_for_body_and_path(serve):
     assert server.client.post("/predictions", json={"id": "ünï c"}).json()["id"] == "ünï c"
     assert server.client.post("/predictions", json={"id": ".."}).json()["id"] == ".."
     assert server.client.post("/predictions/ünï c/cancel").status_code == 404  # finished
+
+
+def _post_in_background(server, inputs: dict) -> tuple[threading.Thread, dict]:
+    result: dict = {}
+
+    def call() -> None:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            result["response"] = client.post("/predictions", json={"input": inputs})
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while server.health()["status"] != "BUSY" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return thread, result
+
+
+@pytest.mark.parametrize("how", ["worker dies while draining", "second Ctrl-C"])
+def test_shutdown_does_not_hang_when_the_worker_ends_mid_prediction(serve, how):
+    server = serve("sleepy")
+    worker = server.worker_pids()[0]
+    thread, result = _post_in_background(server, {"sleep": 30})
+    if how == "worker dies while draining":
+        os.kill(server.pid, signal.SIGTERM)  # drain: waits for the prediction...
+        time.sleep(0.3)
+        os.kill(worker, signal.SIGKILL)  # ...which can no longer finish
+    else:
+        os.killpg(server.pid, signal.SIGINT)  # the worker has its own group: not reached
+        time.sleep(0.3)
+        assert _alive(worker)
+        os.killpg(server.pid, signal.SIGINT)
+    assert server.process.wait(timeout=20) == 0  # it used to wait for ever
+    thread.join(timeout=10)
+    body = result["response"].json()
+    assert body["status"] == "failed"
+    assert "during shutdown" in body["error"]
+    assert not _alive(worker)
+
+
+def test_ctrl_c_in_cogserve_predict_stops_the_worker(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "cogserve.cli", "predict",
+                             str(MODELS / "sleepy"), "-i", "sleep=30"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        worker = None
+        while worker is None and time.monotonic() < deadline:
+            pids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                  text=True).stdout.split()
+            worker = int(pids[0]) if pids else None
+            time.sleep(0.05)
+        assert worker is not None
+        time.sleep(1)  # into run()
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends on Ctrl-C
+        _, err = proc.communicate(timeout=20)  # it used to wait for run() to return
+        assert proc.returncode == 130
+        assert err.rstrip().endswith("interrupted") and "Traceback" not in err
+        deadline = time.monotonic() + 10
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(worker)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -62,7 +62,16 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
         stop.set()
 
     loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-    loop.add_signal_handler(signal.SIGINT, stop.set)
+    def on_sigint() -> None:
+        # the first Ctrl-C drains in-flight predictions, as SIGTERM does; the worker has its
+        # own process group and does not see the key. A second one ends the worker, so
+        # those predictions fail at once ("the worker process was killed by SIGKILL").
+        if stop.is_set() and service.worker is not None:
+            log.warning("second interrupt: stopping the worker without waiting")
+            service.worker.kill()
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
 
     async def shutdown_when_asked() -> None:
         await stop.wait()

@@ -291,6 +291,11 @@ class Service:
     def _on_exit(self, code: int | None) -> None:
         how = describe_exit(code)
         if self.shutting_down:
+            # a worker that dies while the server drains (or a second Ctrl-C) cannot finish
+            # what it was running: without this, drain() waited for them forever
+            for prediction in list(self.predictions.values()):
+                self._complete(prediction, "failed",
+                               f"prediction failed: the worker process {how} during shutdown")
             return
         if self._restarting:
             reason = f"the worker was stopped after a cancel was ignored ({how})"

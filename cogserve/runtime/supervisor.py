@@ -97,7 +97,14 @@ class WorkerProcess:
         assert self.process is not None
         process = self.process
         loop = asyncio.get_running_loop()
-        code = await loop.run_in_executor(None, process.wait)
+        try:
+            code = await loop.run_in_executor(None, process.wait)
+        except asyncio.CancelledError:
+            # the event loop is going away without stop() (Ctrl-C in `cogserve predict`):
+            # the worker, in its own process group, would not see the SIGINT, and
+            # asyncio.run would wait for it in the executor's process.wait()
+            self.kill()
+            raise
         end_group(process.pid)
         # let both channels deliver what the worker wrote before it ended
         for channel in (self.control, self.data):
