@@ -171,8 +171,7 @@ class Service:
         kind = message.get("t")
         if kind == "log":
             if self.status == "STARTING":
-                self._setup_logs.append(message["data"])
-                self.setup["logs"] = "".join(self._setup_logs)
+                self._setup_logs.append(message["data"])  # joined when read: O(n), not O(n^2)
             else:
                 stream = sys.stderr if message.get("source") == "stderr" else sys.stdout
                 stream.write(message["data"])
@@ -456,7 +455,7 @@ class Service:
             if error is not None:
                 body["status"] = "UNHEALTHY"
                 body["user_healthcheck_error"] = error
-        body["setup"] = dict(self.setup)
+        body["setup"] = {**self.setup, "logs": "".join(self._setup_logs)}
         body["version"] = {
             "cogserve": cogserve.__version__,
             "cog": cogserve.__version__,
