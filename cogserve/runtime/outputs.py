@@ -25,10 +25,6 @@ _CHUNK = 3 * (1 << 18)  # a multiple of 3, so chunks encode without padding in b
 _TEMP_NAME = re.compile(r"^tmp[a-z0-9_]{8}")
 
 
-def has_files(message: dict[str, Any]) -> bool:
-    return bool(message.get("files"))
-
-
 async def resolve_files(value: Any, prediction: Any, upload_url: str | None,
                         index: int | None = None) -> Any:
     """Replace every file marker in `value` (recursively).

@@ -24,7 +24,7 @@ import orjson
 import cogserve
 from cogserve.config import ModelConfig, env_float, env_int
 from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
-from cogserve.runtime.outputs import has_files, resolve_files
+from cogserve.runtime.outputs import resolve_files
 from cogserve.runtime.prediction import Prediction, iso, now
 from cogserve.runtime.supervisor import WorkerProcess, WorkerSpec, describe_exit
 from cogserve.validation import InputValidator
@@ -220,8 +220,7 @@ class Service:
         if prediction is None:
             self._discard_folder(message)  # e.g. it failed already on an upload error
             return
-        if prediction.tail is None and not (message.get("files") or has_files(message)
-                                            or "tmpdir" in message):
+        if prediction.tail is None and not (message.get("files") or "tmpdir" in message):
             self._apply(prediction, message)
             return
         previous = prediction.tail
