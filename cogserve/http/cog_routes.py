@@ -18,6 +18,7 @@ from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service, ServiceError, generate_id
 from cogserve.validation import show as _show
 
+DISCONNECT_WATCH_DELAY = 0.005  # seconds a sync prediction runs before its client is watched
 WEBHOOK_EVENTS = frozenset({"start", "output", "logs", "completed"})
 _ID = re.compile(r"^[^/]{1,256}$")
 _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
@@ -168,32 +169,41 @@ class CogRoutes:
 async def _wait_or_disconnect(prediction: Prediction, receive: Any) -> bool:
     """Wait for the prediction; False if the client went away first.
 
-    A task listens for `http.disconnect` while we wait; done-callbacks on one future
-    rather than `asyncio.wait` keep this cheap on the hot path.
+    Noticing a disconnect needs a task blocked in receive(). Most predictions finish in
+    well under DISCONNECT_WATCH_DELAY, so that task is only created for the ones that
+    are still running by then: a client that leaves earlier is noticed at that point.
     """
     done = prediction.done
     if done.done():
         return True
-    outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[bool] = loop.create_future()
+    listener: asyncio.Future[Any] | None = None
 
     def finished(_: Any) -> None:
         if not outcome.done():
             outcome.set_result(True)
 
-    def on_message(task: asyncio.Task[Any]) -> None:
+    def on_message(task: asyncio.Future[Any]) -> None:
         if task.cancelled() or task.exception() is not None or outcome.done():
             return
         if task.result().get("type") == "http.disconnect":
             outcome.set_result(False)
 
+    def watch() -> None:
+        nonlocal listener
+        if not outcome.done():
+            listener = asyncio.ensure_future(receive())
+            listener.add_done_callback(on_message)
+
     done.add_done_callback(finished)
-    listener = asyncio.ensure_future(receive())
-    listener.add_done_callback(on_message)
+    timer = loop.call_later(DISCONNECT_WATCH_DELAY, watch)
     try:
         return await outcome
     finally:
+        timer.cancel()
         done.remove_done_callback(finished)
-        if not listener.done():
+        if listener is not None and not listener.done():
             listener.cancel()
 
 
