@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from cogserve.ipc import AsyncChannel
+from cogserve.runtime.channel import AsyncChannel
 
 Handler = Callable[[dict[str, Any]], None]
 

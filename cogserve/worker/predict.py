@@ -7,7 +7,6 @@ An async run() is a task on the worker's event loop; cancel is `task.cancel()`.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 import pathlib
@@ -19,7 +18,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogserve import ipc, jsoncodec
 from cogserve.exceptions import CancelationException, FetchError
@@ -27,6 +26,9 @@ from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
 from cogserve.worker import inputs, logs, outputs, tempdirs
 from cogserve.worker.logs import LogTarget, Router
+
+if TYPE_CHECKING:
+    import asyncio
 
 Send = Callable[[dict[str, Any]], None]
 _TERMINAL = frozenset({"done", "failed", "cancelled"})
@@ -334,6 +336,8 @@ def _throw(iterator: Any, exc: BaseException) -> None:
 
 
 async def run_async(model: LoadedModel, job: Job) -> None:
+    import asyncio
+
     loop = asyncio.get_running_loop()
     tokens = job.bind()
     started = time.perf_counter()
@@ -385,6 +389,7 @@ def run_async_on_main(model: LoadedModel, job: Job) -> None:
 
     The control thread cancels it with `task.cancel()` through the loop.
     """
+    import asyncio
     global _current_sync
 
     async def main() -> None:
@@ -409,6 +414,8 @@ async def run_sync_threaded(model: LoadedModel, job: Job) -> None:
     thread between bytecodes instead: it stops Python code, not a blocking call; the
     parent's grace period (COGSERVE_CANCEL_TIMEOUT) covers the rest.
     """
+    import asyncio
+
     loop = asyncio.get_running_loop()
     done = loop.run_in_executor(None, _run_in_thread, model, job)
     while True:
@@ -429,6 +436,7 @@ def _run_in_thread(model: LoadedModel, job: Job) -> None:
 
 
 async def _raise_in_thread(job: Job) -> None:
+    import asyncio
     import ctypes
     import sys
 
@@ -457,6 +465,8 @@ def run_healthcheck(model: LoadedModel) -> tuple[str, str | None]:
     try:
         result = model.healthcheck()
         if inspect.isawaitable(result):
+            import asyncio
+
             result = asyncio.run(_await(result))
     except Exception as exc:  # noqa: BLE001
         return "unhealthy", f"user healthcheck raised {type(exc).__name__}: {exc}"
