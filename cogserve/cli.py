@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from cogserve import protocol
 from cogserve.config import ModelConfig, load_config
 from cogserve.exceptions import DefinitionError
 
@@ -273,7 +274,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
             print(f"error: --json is not valid JSON: {exc}", file=sys.stderr)
         return 2
     assert service.worker is not None
-    service.worker.send_control({"t": "go"})
+    service.worker.send_control(protocol.go())
     await service.ready.wait()
     sys.stderr.write(service.setup["logs"])
     if service.status != "READY":

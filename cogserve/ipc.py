@@ -6,13 +6,8 @@ process) cannot corrupt a frame. The control channel carries lifecycle messages 
 cancels, which must not queue behind a prediction's output); the data channel carries
 predictions and their events, each message tagged with its prediction's id.
 
-Messages are dicts with a "t" (type) key:
-  control, parent -> worker: cancel{id}, healthcheck{id}, shutdown
-  control, worker -> parent: schema{...}, log{source,data}, ready, setup_failed{error},
-                             fatal{reason}, healthcheck_result{id,status,error}
-  data, parent -> worker:    predict{id,input|input_file,mode}
-  data, worker -> parent:    log{source,data}, output{output}, metric{name,value,mode},
-                             done{output,predict_time}, failed{error}, cancelled
+What travels in the frames (every message kind, its fields, the file and tensor
+markers) is defined in `cogserve.protocol`; this module only moves bytes.
 """
 
 from __future__ import annotations
@@ -21,11 +16,12 @@ import socket
 import struct
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from cogserve import jsoncodec
+from cogserve.protocol import Message
 
 if TYPE_CHECKING:
     import asyncio  # a sync worker never imports asyncio (20 ms of its start)
@@ -33,7 +29,7 @@ if TYPE_CHECKING:
 _HEADER = struct.Struct("!I")
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: Message) -> bytes:
     body = orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY)
     return _HEADER.pack(len(body)) + body
 
@@ -46,12 +42,12 @@ class SyncChannel:
         self._lock = threading.Lock()
         self._rfile = sock.makefile("rb", buffering=65536)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Message) -> None:
         data = encode(message)
         with self._lock:
             self.sock.sendall(data)
 
-    def recv(self) -> dict[str, Any] | None:
+    def recv(self) -> Message | None:
         header = self._rfile.read(4)
         if len(header) < 4:
             return None
@@ -61,8 +57,7 @@ class SyncChannel:
             return None
         return jsoncodec.loads(body)
 
-
-    def watch(self, loop: asyncio.AbstractEventLoop, handle: Callable[[dict[str, Any]], None],
+    def watch(self, loop: asyncio.AbstractEventLoop, handle: Callable[[Message], None],
               on_closed: Callable[[], None]) -> None:
         """Deliver incoming frames to `handle` on `loop`, without a reader thread.
 
@@ -100,7 +95,7 @@ class FrameSplitter:
 
     __slots__ = ("_buf", "_handle")
 
-    def __init__(self, handle: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, handle: Callable[[Message], None]) -> None:
         self._buf = bytearray()
         self._handle = handle
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogserve.exceptions import DefinitionError
+from cogserve.protocol import Mode
 from cogserve.runner import BasePredictor, declared_concurrency, is_streaming
 from cogserve.signature import Signature, read_signature
 
@@ -99,16 +100,16 @@ def _import_failure(target: str, exc: BaseException) -> str:
     return f"{line}importing {target} failed: {type(exc).__name__}: {exc}"
 
 
-def load_model(ref: str, directory: pathlib.Path, mode: str = "predict") -> LoadedModel:
+def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> LoadedModel:
     """Import and instantiate the runner; read its signature. Does not call setup()."""
     install_cog_alias()
     obj = import_ref(ref, directory)
     deprecated = False
     if inspect.isclass(obj):
-        method_names = ("train",) if mode == "train" else ("run", "predict")
+        method_names = ("train",) if mode == Mode.TRAIN else ("run", "predict")
         fn_name = next((m for m in method_names if _defines(obj, m)), None)
         if fn_name is None:
-            want = "train()" if mode == "train" else "run() (or the deprecated predict())"
+            want = "train()" if mode == Mode.TRAIN else "run() (or the deprecated predict())"
             raise DefinitionError(f"{_where(obj)}: class {obj.__name__} has no {want} method")
         try:
             instance = obj()

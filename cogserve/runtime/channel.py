@@ -10,22 +10,22 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable
-from typing import Any
 
 from cogserve.ipc import FrameSplitter, encode
+from cogserve.protocol import Message
 
 
 class AsyncChannel(asyncio.Protocol):
     """One socket to the worker: frames in through `handle`, `send` frames out."""
 
-    def __init__(self, handle: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, handle: Callable[[Message], None]) -> None:
         self._frames = FrameSplitter(handle)
         self.transport: asyncio.Transport | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @classmethod
     async def open(cls, sock: socket.socket,
-                   handle: Callable[[dict[str, Any]], None]) -> AsyncChannel:
+                   handle: Callable[[Message], None]) -> AsyncChannel:
         loop = asyncio.get_running_loop()
         _, channel = await loop.create_unix_connection(lambda: cls(handle), sock=sock)
         return channel
@@ -43,7 +43,7 @@ class AsyncChannel(asyncio.Protocol):
         if not self.closed.done():
             self.closed.set_result(None)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Message) -> None:
         if self.transport is not None:
             self.transport.write(encode(message))
 

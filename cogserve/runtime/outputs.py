@@ -18,8 +18,8 @@ import re
 import shutil
 from typing import Any
 
-FILE_KEY = "__cogserve_file__"
-SPILL_PREFIX = "cogserve-out-"
+from cogserve.protocol import FILE_KEY, OUTPUT_SPILL_PREFIX
+
 _CHUNK = 3 * (1 << 18)  # a multiple of 3, so chunks encode without padding in between
 # names tempfile makes (tmp + 8 random characters) say nothing to the client
 _TEMP_NAME = re.compile(r"^tmp[a-z0-9_]{8}")
@@ -72,7 +72,7 @@ async def _resolve_one(path: str, prediction: Any, upload_url: str | None,
 def _discard_spilled(path: str) -> None:
     """Remove a file the worker wrote for a file-like output (and its folder)."""
     folder = pathlib.Path(path).parent
-    if folder.name.startswith(SPILL_PREFIX):
+    if folder.name.startswith(OUTPUT_SPILL_PREFIX):
         shutil.rmtree(folder, ignore_errors=True)
 
 

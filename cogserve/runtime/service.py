@@ -22,7 +22,9 @@ from typing import Any
 import orjson
 
 import cogserve
+from cogserve import protocol
 from cogserve.config import ModelConfig, env_float, env_int
+from cogserve.protocol import FromWorker, Mode, UserHealth
 from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
 from cogserve.runtime.outputs import resolve_files
 from cogserve.runtime.prediction import Prediction, iso, now
@@ -30,8 +32,6 @@ from cogserve.runtime.supervisor import WorkerProcess, WorkerSpec, describe_exit
 from cogserve.validation import InputValidator
 
 log = logging.getLogger("cogserve")
-
-SPILL_THRESHOLD = 6 * 1024 * 1024
 
 
 class ServiceError(Exception):
@@ -99,7 +99,7 @@ class Service:
         # One folder for all of this server's temporary files: the worker's TMPDIR (so
         # its prediction folders and the model's tempfiles land here) and input spill
         # files. Emptied when the worker (re)starts, removed when the server stops.
-        self.tmp_root = tempfile.mkdtemp(prefix="cogserve-")
+        self.tmp_root = tempfile.mkdtemp(prefix=protocol.SERVER_DIR_PREFIX)
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
@@ -119,7 +119,7 @@ class Service:
         self.worker = WorkerProcess(
             WorkerSpec(ref=self.config.ref("train" if train_only else "predict"),
                        directory=str(self.config.directory),
-                       mode="train" if train_only else "predict",
+                       mode=Mode.TRAIN if train_only else Mode.PREDICT,
                        train_ref=None if train_only else self.config.train_ref,
                        env={"TMPDIR": self.tmp_root, **self.settings.extra_env},
                        schema_only=self.gate),
@@ -167,15 +167,15 @@ class Service:
 
     # ------------------------------------------------------------ worker messages
 
-    def _on_control(self, message: dict[str, Any]) -> None:
-        kind = message.get("t")
-        if kind == "log":
+    def _on_control(self, message: protocol.Message) -> None:
+        kind = message.get(protocol.KIND)
+        if kind == FromWorker.LOG:
             if self.status == "STARTING":
                 self._setup_logs.append(message["data"])  # joined when read: O(n), not O(n^2)
             else:
                 stream = sys.stderr if message.get("source") == "stderr" else sys.stdout
                 stream.write(message["data"])
-        elif kind == "schema":
+        elif kind == FromWorker.SCHEMA:
             self.schema = message["schema"]
             components = self.schema["components"]["schemas"]
             self.validators = {}
@@ -189,21 +189,21 @@ class Service:
             self.slots = self._slot_count(message.get("concurrency"))
             for callback in self.on_schema:
                 callback()
-        elif kind == "ready":
+        elif kind == FromWorker.READY:
             if self.status == "STARTING":
                 self.free = self.slots
                 self.status = "READY"
                 self._finish_setup("succeeded")
-        elif kind == "setup_failed":
+        elif kind == FromWorker.SETUP_FAILED:
             self.status = "SETUP_FAILED"
             self._finish_setup("failed")
-        elif kind == "fatal":
+        elif kind == FromWorker.FATAL:
             self.fatal_reason = message["reason"]
             self._setup_logs.append(message["reason"] + "\n")
             self.status = "SETUP_FAILED"
             self._finish_setup("failed")
             log.error("%s", message["reason"])
-        elif kind == "healthcheck_result":
+        elif kind == FromWorker.HEALTHCHECK_RESULT:
             waiter = self._health_waiters.pop(message["id"], None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(message)
@@ -215,12 +215,12 @@ class Service:
             return 1
         return max(1, wanted)
 
-    def _on_data(self, message: dict[str, Any]) -> None:
+    def _on_data(self, message: protocol.Message) -> None:
         prediction = self.predictions.get(message.get("id", ""))
         if prediction is None:
             self._discard_folder(message)  # e.g. it failed already on an upload error
             return
-        if prediction.tail is None and not (message.get("files") or "tmpdir" in message):
+        if prediction.tail is None and not protocol.carries_files(message):
             self._apply(prediction, message)
             return
         previous = prediction.tail
@@ -228,14 +228,15 @@ class Service:
             self._apply_later(prediction, message, previous)
         )
 
-    async def _apply_later(self, prediction: Prediction, message: dict[str, Any],
+    async def _apply_later(self, prediction: Prediction, message: protocol.Message,
                            previous: Awaitable[None] | None) -> None:
         if previous is not None:
             await previous
         try:
             if "output" in message and message["output"] is not None:
                 # an iterator's file is named by its place in the stream: output.<n>.ext
-                index = len(prediction.current_output()) if message["t"] == "output" else None
+                index = (len(prediction.current_output())
+                         if message[protocol.KIND] == FromWorker.OUTPUT else None)
                 message["output"] = await resolve_files(
                     message["output"], prediction, self.settings.upload_url, index
                 )
@@ -248,30 +249,30 @@ class Service:
         self._apply(prediction, message)
         self._discard_folder(message)
 
-    def _discard_folder(self, message: dict[str, Any]) -> None:
+    def _discard_folder(self, message: protocol.Message) -> None:
         """Remove a prediction folder the worker handed over once its files were sent."""
         folder = message.get("tmpdir")
         if folder and os.path.dirname(os.path.abspath(folder)) == self.tmp_root:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _apply(self, prediction: Prediction, message: dict[str, Any]) -> None:
+    def _apply(self, prediction: Prediction, message: protocol.Message) -> None:
         if prediction.terminal:
             return
         if prediction.status == "starting":
             prediction.status = "processing"
-        kind = message["t"]
-        if kind == "log":
+        kind = message[protocol.KIND]
+        if kind == FromWorker.LOG:
             prediction.append_log(message["source"], message["data"])
-        elif kind == "output":
+        elif kind == FromWorker.OUTPUT:
             prediction.append_output(message["output"])
-        elif kind == "metric":
+        elif kind == FromWorker.METRIC:
             prediction.record_metric(message["name"], message["value"], message["mode"])
-        elif kind == "done":
+        elif kind == FromWorker.DONE:
             self._complete(prediction, "succeeded", output=message.get("output"),
                            predict_time=message.get("predict_time"))
-        elif kind == "failed":
+        elif kind == FromWorker.FAILED:
             self._complete(prediction, "failed", message.get("error") or "prediction failed")
-        elif kind == "cancelled":
+        elif kind == FromWorker.CANCELLED:
             self._complete(prediction, "canceled")
 
     def _complete(self, prediction: Prediction, status: str, error: str | None = None,
@@ -382,9 +383,7 @@ class Service:
             prediction.subscribe(EventHistory(self.settings.stream_history))
         self.free -= 1
         self.predictions[prediction_id] = prediction
-        message: dict[str, Any] = {"t": "predict", "id": prediction_id, "input": raw_input}
-        if mode == "train":
-            message["mode"] = "train"
+        message = protocol.predict(prediction_id, raw_input, Mode(mode))
         assert self.worker is not None
         try:
             self._maybe_spill(message)
@@ -400,7 +399,7 @@ class Service:
         prediction.mark_started()
         return prediction
 
-    def _maybe_spill(self, message: dict[str, Any]) -> None:
+    def _maybe_spill(self, message: protocol.Message) -> None:
         """Inputs over 6 MiB go through a file, not the IPC frame (the worker deletes it)."""
         raw = message["input"]
         # cheap pre-check: only serialise to measure when some value could be large
@@ -408,13 +407,13 @@ class Service:
                    for v in raw.values()):
             return
         body = orjson.dumps(raw)
-        if len(body) <= SPILL_THRESHOLD:
+        if len(body) <= protocol.INPUT_SPILL_THRESHOLD:
             return
-        fd, path = tempfile.mkstemp(prefix="input-", suffix=".json", dir=self.tmp_root)
+        fd, path = tempfile.mkstemp(prefix=protocol.INPUT_SPILL_PREFIX, suffix=".json",
+                                    dir=self.tmp_root)
         with os.fdopen(fd, "wb") as fh:
             fh.write(body)
-        message["input"] = None
-        message["input_file"] = path
+        protocol.spill_input(message, path)
 
     def cancel(self, prediction_id: str) -> bool:
         prediction = self.predictions.get(prediction_id)
@@ -430,7 +429,7 @@ class Service:
     def _cancel_on_worker(self, prediction: Prediction) -> None:
         if self.worker is not None:
             try:
-                self.worker.send_control({"t": "cancel", "id": prediction.id})
+                self.worker.send_control(protocol.cancel(prediction.id))
             except (ConnectionError, RuntimeError):
                 pass
 
@@ -468,14 +467,14 @@ class Service:
         hid = self._health_seq
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._health_waiters[hid] = waiter
-        self.worker.send_control({"t": "healthcheck", "id": hid})
+        self.worker.send_control(protocol.healthcheck(hid))
         timeout = self.settings.healthcheck_timeout
         try:
             result = await asyncio.wait_for(waiter, timeout)
         except TimeoutError:
             self._health_waiters.pop(hid, None)
             return f"user healthcheck timed out after {timeout:g} seconds"
-        if result.get("status") != "healthy":
+        if result.get("status") != UserHealth.HEALTHY:
             return result.get("error") or "user healthcheck failed"
         return None
 

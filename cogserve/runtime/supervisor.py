@@ -14,20 +14,21 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
+from cogserve import protocol
+from cogserve.protocol import Mode
 from cogserve.runtime.channel import AsyncChannel
 
-Handler = Callable[[dict[str, Any]], None]
+Handler = Callable[[protocol.Message], None]
 
 
 @dataclass
 class WorkerSpec:
     ref: str
     directory: str
-    mode: str = "predict"
+    mode: Mode = Mode.PREDICT
     train_ref: str | None = None
     schema_only: bool = False
     env: dict[str, str] | None = None
@@ -69,15 +70,11 @@ class WorkerProcess:
         data_parent, data_child = socket.socketpair()
         env = dict(os.environ)
         env.update(self.spec.env or {})
-        env["COGSERVE_WORKER"] = orjson.dumps({
-            "ref": self.spec.ref,
-            "directory": self.spec.directory,
-            "mode": self.spec.mode,
-            "train_ref": self.spec.train_ref,
-            "schema_only": self.spec.schema_only,
-            "control_fd": control_child.fileno(),
-            "data_fd": data_child.fileno(),
-        }).decode()
+        env[protocol.WORKER_ENV] = orjson.dumps(protocol.worker_config(
+            ref=self.spec.ref, directory=self.spec.directory, mode=self.spec.mode,
+            train_ref=self.spec.train_ref, schema_only=self.spec.schema_only,
+            control_fd=control_child.fileno(), data_fd=data_child.fileno(),
+        )).decode()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cogserve.worker"],
             pass_fds=(control_child.fileno(), data_child.fileno()),
@@ -117,11 +114,11 @@ class WorkerProcess:
         self.exit_code = code
         self._on_exit(code)
 
-    def send_control(self, message: dict[str, Any]) -> None:
+    def send_control(self, message: protocol.Message) -> None:
         if self.control is not None:
             self.control.send(message)
 
-    def send_data(self, message: dict[str, Any]) -> None:
+    def send_data(self, message: protocol.Message) -> None:
         if self.data is not None:
             self.data.send(message)
 
@@ -139,7 +136,7 @@ class WorkerProcess:
         if process is None or process.poll() is not None:
             return
         try:
-            self.send_control({"t": "shutdown"})
+            self.send_control(protocol.shutdown())
         except (ConnectionError, RuntimeError):
             pass
         loop = asyncio.get_running_loop()

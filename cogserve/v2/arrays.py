@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from cogserve.v2 import SPILL_PREFIX, TENSOR_KEY
+from cogserve.protocol import (
+    SERVER_DIR_PREFIX,
+    TENSOR_B64,
+    TENSOR_FILE,
+    TENSOR_ITEMS,
+    TENSOR_KEY,
+    TENSOR_SPILL_PREFIX,
+)
 
 NUMPY_DTYPES: dict[str, Any] = {
     "BOOL": np.dtype(np.bool_), "UINT8": np.dtype("<u1"), "UINT16": np.dtype("<u2"),
@@ -33,13 +40,14 @@ def to_array(value: Any, declared: Declared, name: str) -> np.ndarray:
     if type(value) is dict and TENSOR_KEY in value:
         packed = value[TENSOR_KEY]
         dims = tuple(packed["shape"])
-        if "file" in packed:
-            array = _from_file(packed["file"], NUMPY_DTYPES[packed["datatype"]]).reshape(dims)
-        elif "b64" in packed:
-            raw = bytearray(base64.b64decode(packed["b64"]))  # writable, like any input
+        if TENSOR_FILE in packed:
+            array = _from_file(packed[TENSOR_FILE],
+                               NUMPY_DTYPES[packed["datatype"]]).reshape(dims)
+        elif TENSOR_B64 in packed:
+            raw = bytearray(base64.b64decode(packed[TENSOR_B64]))  # writable, like any input
             array = np.frombuffer(raw, dtype=NUMPY_DTYPES[packed["datatype"]]).reshape(dims)
         else:
-            items = [base64.b64decode(item) for item in packed["items_b64"]]
+            items = [base64.b64decode(item) for item in packed[TENSOR_ITEMS]]
             array = np.empty(len(items), dtype=object)
             array[:] = items
             array = array.reshape(dims)
@@ -61,7 +69,8 @@ def to_array(value: Any, declared: Declared, name: str) -> np.ndarray:
 def _from_file(path: str, dtype: Any) -> np.ndarray:
     """Read (and remove) the parent's spill file; only ever one of its own tensor files."""
     where = pathlib.Path(path)
-    if not (where.name.startswith(SPILL_PREFIX) and where.parent.name.startswith("cogserve-")):
+    if not (where.name.startswith(TENSOR_SPILL_PREFIX)
+            and where.parent.name.startswith(SERVER_DIR_PREFIX)):
         raise ValueError(f"refusing to read tensor data from {path!r}")
     try:
         return np.fromfile(where, dtype=dtype)

@@ -17,11 +17,10 @@ from typing import Any
 import orjson
 
 import cogserve
-from cogserve import jsoncodec
+from cogserve import jsoncodec, protocol
 from cogserve.http.cog_routes import _wait_or_disconnect
 from cogserve.http.responses import HTTPError, header, read_body, send_json
 from cogserve.runtime.service import Service, ServiceError, generate_id
-from cogserve.v2 import FILE_THRESHOLD, SPILL_PREFIX, TENSOR_KEY
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ModelMetadata, PackedTensor
 
@@ -187,20 +186,22 @@ class V2Routes:
             raise TensorError(f"inference failed: {detail}")
         await self._respond(send, meta, request, requested, prediction)
 
-    def _for_worker(self, packed: PackedTensor, files: list[str]) -> dict[str, Any]:
+    def _for_worker(self, packed: PackedTensor, files: list[str]) -> protocol.Message:
         """Small tensors ride in the IPC frame as base64; large ones go through a file."""
-        out: dict[str, Any] = {"datatype": packed.datatype, "shape": packed.shape}
         if packed.items is not None:
-            out["items_b64"] = [base64.b64encode(item).decode() for item in packed.items]
-        elif packed.raw is not None and len(packed.raw) >= FILE_THRESHOLD:
-            fd, path = tempfile.mkstemp(prefix=SPILL_PREFIX, dir=self.service.tmp_root)
+            return protocol.packed_tensor(
+                packed.datatype, packed.shape, protocol.TENSOR_ITEMS,
+                [base64.b64encode(item).decode() for item in packed.items])
+        if packed.raw is not None and len(packed.raw) >= protocol.TENSOR_FILE_THRESHOLD:
+            fd, path = tempfile.mkstemp(prefix=protocol.TENSOR_SPILL_PREFIX,
+                                        dir=self.service.tmp_root)
             files.append(path)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(packed.raw)
-            out["file"] = path
-        else:
-            out["b64"] = base64.b64encode(packed.raw or b"").decode("ascii")
-        return {TENSOR_KEY: out}
+            return protocol.packed_tensor(packed.datatype, packed.shape, protocol.TENSOR_FILE,
+                                          path)
+        return protocol.packed_tensor(packed.datatype, packed.shape, protocol.TENSOR_B64,
+                                      base64.b64encode(packed.raw or b"").decode("ascii"))
 
     def _inputs(self, meta: ModelMetadata, request: dict[str, Any], binary: memoryview
                 ) -> dict[str, Any]:

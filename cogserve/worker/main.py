@@ -18,10 +18,11 @@ import traceback
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from cogserve import jsoncodec
+from cogserve import jsoncodec, protocol
 from cogserve.exceptions import DefinitionError
 from cogserve.ipc import SyncChannel
 from cogserve.loader import LoadedModel, import_ref, load_model
+from cogserve.protocol import Mode, ToWorker, UserHealth
 from cogserve.schema import openapi_document
 from cogserve.signature import read_signature
 from cogserve.worker import predict
@@ -53,49 +54,45 @@ def die_with_parent() -> None:
 
 
 def main() -> None:
-    cfg = jsoncodec.loads(os.environ.pop("COGSERVE_WORKER"))
+    cfg = jsoncodec.loads(os.environ.pop(protocol.WORKER_ENV))
     control = SyncChannel(socket.socket(fileno=cfg["control_fd"]))
     data = SyncChannel(socket.socket(fileno=cfg["data_fd"]))
     os.chdir(cfg["directory"])
 
     def setup_log(source: str, text: str) -> None:
-        control.send({"t": "log", "source": source, "data": text})
+        control.send(protocol.setup_log(source, text))
 
     router = Router(LogTarget(setup_log))
     capture_output(router)
     warnings.simplefilter("default", DeprecationWarning)
 
     try:
-        model = load_model(cfg["ref"], pathlib.Path(cfg["directory"]), cfg.get("mode", "predict"))
+        model = load_model(cfg["ref"], pathlib.Path(cfg["directory"]), Mode(cfg["mode"]))
         trainer = _load_trainer(cfg.get("train_ref"), model, pathlib.Path(cfg["directory"]))
-        if cfg.get("mode") == "train":  # a train-only model: `model` is the trainer
+        if cfg["mode"] == Mode.TRAIN:  # a train-only model: `model` is the trainer
             schema = openapi_document(None, model.signature)
         else:
             schema = openapi_document(model.signature, trainer.signature if trainer else None,
                                       streaming=model.streaming)
     except DefinitionError as exc:
         router.fallback.flush()
-        control.send({"t": "fatal", "reason": str(exc)})
+        control.send(protocol.fatal(str(exc)))
         os._exit(1)
     except Exception as exc:  # noqa: BLE001 - anything else while loading is fatal too
         router.fallback.flush()
-        control.send({"t": "fatal", "reason": f"loading {cfg['ref']} failed: "
-                      f"{type(exc).__name__}: {exc}"})
+        control.send(protocol.fatal(f"loading {cfg['ref']} failed: "
+                                    f"{type(exc).__name__}: {exc}"))
         os._exit(1)
 
-    control.send({
-        "t": "schema",
-        "schema": schema,
-        "is_async": model.is_async,
-        "streaming": model.streaming,
-        "concurrency": model.concurrency,
-        "has_healthcheck": model.healthcheck is not None,
-        "deprecated_predict": model.deprecated_predict,
-    })
-    if cfg.get("schema_only"):
+    control.send(protocol.schema(
+        schema, is_async=model.is_async, streaming=model.streaming,
+        concurrency=model.concurrency, has_healthcheck=model.healthcheck is not None,
+        deprecated_predict=model.deprecated_predict,
+    ))
+    if cfg["schema_only"]:
         # `cogserve predict` stops here when the input is invalid; otherwise it says go.
         reply = control.recv()
-        if not reply or reply.get("t") != "go":
+        if not reply or reply.get(protocol.KIND) != ToWorker.GO:
             os._exit(0)
 
     if model.is_async:
@@ -125,7 +122,7 @@ def _load_trainer(ref: str | None, model: LoadedModel,
             signature=read_signature(run), streaming=False, concurrency=None,
             is_async=inspect.iscoroutinefunction(run) or inspect.isasyncgenfunction(run),
         )
-    return load_model(ref, directory, "train")
+    return load_model(ref, directory, Mode.TRAIN)
 
 
 def _run_setup(model: LoadedModel) -> Any:
@@ -138,7 +135,7 @@ def _run_setup(model: LoadedModel) -> Any:
 def _setup_failed(control: SyncChannel, router: Router, exc: BaseException) -> None:
     router.fallback.write("stderr", "".join(traceback.format_exception(exc)))
     router.fallback.flush()
-    control.send({"t": "setup_failed", "error": f"{type(exc).__name__}: {exc}"})
+    control.send(protocol.setup_failed(f"{type(exc).__name__}: {exc}"))
     os._exit(1)
 
 
@@ -166,16 +163,15 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
     except BaseException as exc:  # noqa: BLE001
         _setup_failed(control, router, exc)
     router.fallback.flush()
-    control.send({"t": "ready"})
+    control.send(protocol.ready())
 
-    def on_control(message: dict[str, Any]) -> None:
-        kind = message.get("t")
-        if kind == "cancel":
+    def on_control(message: protocol.Message) -> None:
+        kind = message.get(protocol.KIND)
+        if kind == ToWorker.CANCEL:
             predict.cancel_sync(message["id"])
-        elif kind == "healthcheck":
+        elif kind == ToWorker.HEALTHCHECK:
             status, error = predict.run_healthcheck(model)
-            control.send({"t": "healthcheck_result", "id": message["id"], "status": status,
-                          "error": error})
+            control.send(protocol.healthcheck_result(message["id"], status, error))
 
     threading.Thread(target=_control_loop, args=(control, on_control), daemon=True,
                      name="cogserve-control").start()
@@ -184,9 +180,9 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
         message = data.recv()
         if message is None:
             os._exit(0)
-        if message.get("t") == "predict":
+        if message.get(protocol.KIND) == ToWorker.PREDICT:
             job = predict.Job(message, send, router)
-            if message.get("mode") == "train" and trainer is not None:
+            if message.get("mode") == Mode.TRAIN and trainer is not None:
                 if trainer.is_async:
                     predict.run_async_on_main(trainer, job)
                 else:
@@ -198,9 +194,9 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
 def _control_loop(control: SyncChannel, handle: Any) -> None:
     while True:
         message = control.recv()
-        if message is None or message.get("t") == "shutdown":
+        if message is None or message.get(protocol.KIND) == ToWorker.SHUTDOWN:
             os._exit(0)
-        if message.get("t") == "healthcheck":
+        if message.get(protocol.KIND) == ToWorker.HEALTHCHECK:
             threading.Thread(target=handle, args=(message,), daemon=True).start()
         else:
             handle(message)
@@ -225,7 +221,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     except BaseException as exc:  # noqa: BLE001
         _setup_failed(control, router, exc)
     router.fallback.flush()
-    control.send({"t": "ready"})
+    control.send(protocol.ready())
 
     jobs: dict[str, predict.Job] = {}
     send = data.send
@@ -233,7 +229,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     def start(message: dict[str, Any]) -> None:
         job = predict.Job(message, send, router)
         jobs[job.id] = job
-        entry = trainer if message.get("mode") == "train" and trainer is not None else model
+        entry = trainer if message.get("mode") == Mode.TRAIN and trainer is not None else model
         if entry.is_async:
             task = loop.create_task(predict.run_async(entry, job))
         else:  # a sync train() beside an async run()
@@ -244,22 +240,22 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
             task.cancel()
         task.add_done_callback(lambda t: _async_job_done(jobs, job, t))
 
-    def on_control(message: dict[str, Any]) -> None:
-        kind = message.get("t")
-        if kind == "cancel":
+    def on_control(message: protocol.Message) -> None:
+        kind = message.get(protocol.KIND)
+        if kind == ToWorker.CANCEL:
             job = jobs.get(message["id"])
             if job is not None and job.task is not None:
                 job.cancel_requested = True
                 job.task.cancel()
             elif job is None:
                 predict.remember_early_cancel(message["id"])
-        elif kind == "healthcheck":
+        elif kind == ToWorker.HEALTHCHECK:
             loop.create_task(_healthcheck_async(model, control, message["id"]))
 
     def reader(channel: SyncChannel, handle: Any) -> None:
         while True:
             message = channel.recv()
-            if message is None or message.get("t") == "shutdown":
+            if message is None or message.get(protocol.KIND) == ToWorker.SHUTDOWN:
                 os._exit(0)
             loop.call_soon_threadsafe(handle, message)
 
@@ -274,7 +270,7 @@ def _async_job_done(jobs: dict[str, predict.Job], job: predict.Job,
     if task.cancelled():
         # cancelled before its first step: the coroutine never ran, so nothing else
         # will tell the parent, which would wait for the grace-period kill
-        job.send({"t": "cancelled"})
+        job.send(protocol.cancelled(job.id))
 
 
 async def _healthcheck_async(model: LoadedModel, control: SyncChannel, hid: Any) -> None:
@@ -282,15 +278,16 @@ async def _healthcheck_async(model: LoadedModel, control: SyncChannel, hid: Any)
     try:
         if inspect.iscoroutinefunction(model.healthcheck):
             result = await model.healthcheck()
-            status, error = ("unhealthy", "user healthcheck returned False") if result is False \
-                else ("healthy", None)
+            status, error = ((UserHealth.UNHEALTHY, "user healthcheck returned False")
+                             if result is False else (UserHealth.HEALTHY, None))
         else:
             status, error = await asyncio.get_running_loop().run_in_executor(
                 None, predict.run_healthcheck, model
             )
     except Exception as exc:  # noqa: BLE001
-        status, error = "unhealthy", f"user healthcheck raised {type(exc).__name__}: {exc}"
-    control.send({"t": "healthcheck_result", "id": hid, "status": status, "error": error})
+        status, error = (UserHealth.UNHEALTHY,
+                         f"user healthcheck raised {type(exc).__name__}: {exc}")
+    control.send(protocol.healthcheck_result(hid, status, error))
 
 
 if __name__ == "__main__":  # pragma: no cover

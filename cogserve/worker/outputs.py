@@ -15,10 +15,9 @@ import pathlib
 import shutil
 from typing import Any
 
+from cogserve.protocol import FILE_KEY, OUTPUT_SPILL_PREFIX
 from cogserve.signature import TypeSpec
 
-FILE_KEY = "__cogserve_file__"
-SPILL_PREFIX = "cogserve-out-"
 # JSON carries what orjson can write: nesting below its limit of 254 levels (the output
 # sits inside the envelope, so a little less), integers in the signed/unsigned 64-bit range.
 MAX_DEPTH = 200
@@ -29,11 +28,11 @@ class OutputTypeError(TypeError):
     pass
 
 
-def encode_output(value: Any, t: TypeSpec, output_dir: str) -> dict[str, Any]:
+def encode_output(value: Any, t: TypeSpec) -> dict[str, Any]:
     """The `output` part of an IPC message; `files` tells the parent to look for markers."""
     found: list[str] = []
     try:
-        encoded = encode(value, t, output_dir, "output", found)
+        encoded = encode(value, t, "output", found)
     except OutputTypeError as exc:
         raise OutputTypeError(f"run() returned a value that does not match its declared "
                               f"output type {t.describe()}: {exc}") from None
@@ -42,7 +41,7 @@ def encode_output(value: Any, t: TypeSpec, output_dir: str) -> dict[str, Any]:
     return {"output": encoded}
 
 
-def encode(value: Any, t: TypeSpec, output_dir: str, where: str = "output",
+def encode(value: Any, t: TypeSpec, where: str = "output",
            found: list[str] | None = None) -> Any:
     if found is None:
         found = []
@@ -82,16 +81,16 @@ def encode(value: Any, t: TypeSpec, output_dir: str, where: str = "output",
             return {FILE_KEY: str(path.resolve())}
         if isinstance(value, io.IOBase) or hasattr(value, "read"):
             found.append("file")
-            return {FILE_KEY: _spill(value, output_dir)}
+            return {FILE_KEY: _spill(value)}
     elif kind == "secret":
         return str(value)
     elif kind == "list":
         if isinstance(value, list | tuple):
             item = t.item or TypeSpec("any")
-            return [encode(v, item, output_dir, f"{where}[{i}]", found)
+            return [encode(v, item, f"{where}[{i}]", found)
                     for i, v in enumerate(value)]
     elif kind == "object":
-        return _encode_object(value, t, output_dir, where, found)
+        return _encode_object(value, t, where, found)
     elif kind == "tensor":
         from cogserve.v2.arrays import from_array  # numpy: only for models that declare tensors
 
@@ -102,17 +101,17 @@ def encode(value: Any, t: TypeSpec, output_dir: str, where: str = "output",
     elif kind == "union":
         for member in t.members:
             try:
-                return encode(value, member, output_dir, where, found)
+                return encode(value, member, where, found)
             except OutputTypeError:
                 continue
     elif kind in ("any", "opaque", "literal"):
-        return _jsonable(value, output_dir, where, found)
+        return _jsonable(value, where, found)
     raise OutputTypeError(
         f"{where}: expected {t.describe()}, got {type(value).__name__} ({_short(value)})"
     )
 
 
-def _encode_object(value: Any, t: TypeSpec, output_dir: str, where: str,
+def _encode_object(value: Any, t: TypeSpec, where: str,
                    found: list[str]) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         data = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
@@ -128,11 +127,11 @@ def _encode_object(value: Any, t: TypeSpec, output_dir: str, where: str,
     for name, ft, required in t.fields:
         if name not in data and required:
             raise OutputTypeError(f"{where}.{name}: required field is missing")
-        out[name] = encode(data.get(name), ft, output_dir, f"{where}.{name}", found)
+        out[name] = encode(data.get(name), ft, f"{where}.{name}", found)
     return out
 
 
-def _jsonable(value: Any, output_dir: str, where: str, found: list[str], depth: int = 0) -> Any:
+def _jsonable(value: Any, where: str, found: list[str], depth: int = 0) -> Any:
     if value is None or isinstance(value, str | float | bool):
         return value
     if isinstance(value, int):
@@ -143,18 +142,18 @@ def _jsonable(value: Any, output_dir: str, where: str, found: list[str], depth: 
                               "value contains itself); JSON output cannot hold it")
     depth += 1
     if isinstance(value, dict):
-        return {str(k): _jsonable(v, output_dir, f"{where}.{k}", found, depth)
+        return {str(k): _jsonable(v, f"{where}.{k}", found, depth)
                 for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v, output_dir, f"{where}[{i}]", found, depth)
+        return [_jsonable(v, f"{where}[{i}]", found, depth)
                 for i, v in enumerate(value)]
     if isinstance(value, pathlib.Path):
         found.append(str(value))
         return {FILE_KEY: str(value.resolve())}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(dataclasses.asdict(value), output_dir, where, found, depth)
+        return _jsonable(dataclasses.asdict(value), where, found, depth)
     if hasattr(value, "model_dump"):
-        return _jsonable(value.model_dump(), output_dir, where, found, depth)
+        return _jsonable(value.model_dump(), where, found, depth)
     if hasattr(value, "tolist"):
         return value.tolist()
     raise OutputTypeError(f"{where}: {type(value).__name__} is not JSON-serialisable")
@@ -167,11 +166,12 @@ def _int_in_range(value: int, where: str) -> int:
                           "JSON output supports; return it as a str or float")
 
 
-def _spill(handle: Any, output_dir: str) -> str:
-    """Write a file-like output to its own folder; the parent removes both once sent."""
+def _spill(handle: Any) -> str:
+    """Write a file-like output to its own folder (in the prediction's folder, which
+    `tempdirs` makes tempfile's default); the parent removes both once sent."""
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=output_dir or None)
+    folder = tempfile.mkdtemp(prefix=OUTPUT_SPILL_PREFIX)
     name = pathlib.Path(str(getattr(handle, "name", "") or "output")).name or "output"
     target = pathlib.Path(folder) / name
     with open(target, "wb") as out:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cogserve import ipc, jsoncodec
+from cogserve import ipc, jsoncodec, protocol
 from cogserve.exceptions import CancelationException, FetchError
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
@@ -30,14 +30,13 @@ from cogserve.worker.logs import LogTarget, Router
 if TYPE_CHECKING:
     import asyncio
 
-Send = Callable[[dict[str, Any]], None]
-_TERMINAL = frozenset({"done", "failed", "cancelled"})
+Send = Callable[[protocol.Message], None]
 
 
 class Job:
     """One prediction's state in the worker."""
 
-    def __init__(self, message: dict[str, Any], send: Send, router: Router) -> None:
+    def __init__(self, message: protocol.Message, send: Send, router: Router) -> None:
         self.id: str = message["id"]
         self.message = message
         self._send = send
@@ -52,22 +51,21 @@ class Job:
         self.logs = LogTarget(self._log)
         self.scope = Scope(self._metric)
         self._tmpdir: pathlib.Path | None = None
-        self.output_dir = message.get("output_dir") or ""
         self.opened: list[Any] = []
         self.files_sent = False
 
-    def send(self, message: dict[str, Any]) -> None:
-        message["id"] = self.id
+    def send(self, message: protocol.Message) -> None:
+        """Send one of this prediction's messages (built by `cogserve.protocol`)."""
         if message.get("files"):
             self.files_sent = True
-        if message["t"] in _TERMINAL:
+        if message[protocol.KIND] in protocol.TERMINAL:
             if logs.settle():  # fd 1/2 output written just before the end belongs to this one
                 self.logs.flush()
             self._release_folder(message)
             _mark_finished(self.id)
         self._send(message)
 
-    def _release_folder(self, message: dict[str, Any]) -> None:
+    def _release_folder(self, message: protocol.Message) -> None:
         """Before the terminal message: remove the prediction's folder, or hand it over.
 
         Removing it first means a client that has its response finds no file left. If a
@@ -83,13 +81,13 @@ class Job:
         if self._tmpdir is None:
             return
         if self.files_sent:
-            message["tmpdir"] = str(self._tmpdir)
+            protocol.hand_over_folder(message, str(self._tmpdir))
         else:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
         self._tmpdir = None
 
     def _log(self, source: str, data: str) -> None:
-        self.send({"t": "log", "source": source, "data": data})
+        self.send(protocol.log(self.id, source, data))
         if self.cancel_deferred:
             self._raise_deferred_cancel()
 
@@ -105,7 +103,7 @@ class Job:
             raise CancelationException()
 
     def _metric(self, name: str, value: Any, mode: str) -> None:
-        self.send({"t": "metric", "name": name, "value": value, "mode": mode})
+        self.send(protocol.metric(self.id, name, value, mode))
 
     def raw_input(self) -> dict[str, Any]:
         spill = self.message.get("input_file")
@@ -123,7 +121,7 @@ class Job:
     def tmpdir(self) -> pathlib.Path:
         """This prediction's folder (inputs, and the model's tempfile files), made on first use."""
         if self._tmpdir is None:
-            self._tmpdir = pathlib.Path(tempfile.mkdtemp(prefix="cogserve-in-",
+            self._tmpdir = pathlib.Path(tempfile.mkdtemp(prefix=protocol.PREDICTION_DIR_PREFIX,
                                                          dir=tempdirs.base()))
         return self._tmpdir
 
@@ -156,7 +154,7 @@ class Job:
         self.logs.write("stderr", text)
         self.logs.flush()
         message = str(exc) or type(exc).__name__
-        self.send({"t": "failed", "error": message})
+        self.send(protocol.failed(self.id, message))
 
 
 # ---------------------------------------------------------------- sync runs
@@ -291,23 +289,23 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
                     break
                 job.in_user_code = False
                 job.logs.flush()
-                job.send({"t": "output", **outputs.encode_output(item, spec.type, job.output_dir)})
+                job.send(protocol.output(job.id, outputs.encode_output(item, spec.type)))
                 try:
                     _enter_user(job)
                 except CancelationException as exc:
                     _throw(iterator, exc)
                     raise
-            final: dict[str, Any] = {"output": None}
+            final: protocol.Message = {"output": None}
         else:
             job.in_user_code = False
-            final = outputs.encode_output(result, spec.type, job.output_dir)
+            final = outputs.encode_output(result, spec.type)
         job.in_user_code = False
         job.logs.flush()
-        job.send({"t": "done", **final, "predict_time": time.perf_counter() - started})
+        job.send(protocol.done(job.id, final, time.perf_counter() - started))
     except CancelationException:
         job.in_user_code = False
         job.logs.flush()
-        job.send({"t": "cancelled"})
+        job.send(protocol.cancelled(job.id))
     except BaseException as exc:  # noqa: BLE001 - the model's failure is the prediction's
         job.in_user_code = False
         if isinstance(exc, KeyboardInterrupt | SystemExit):
@@ -353,26 +351,24 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         result = model.run(**kwargs)
         if inspect.isawaitable(result):
             result = await result
-        final: dict[str, Any] = {"output": None}
+        final: protocol.Message = {"output": None}
         if spec.iterator:
             if hasattr(result, "__aiter__"):
                 async for item in result:
                     job.logs.flush()
-                    job.send({"t": "output",
-                              **outputs.encode_output(item, spec.type, job.output_dir)})
+                    job.send(protocol.output(job.id, outputs.encode_output(item, spec.type)))
             else:
                 for item in result:
                     job.logs.flush()
-                    job.send({"t": "output",
-                              **outputs.encode_output(item, spec.type, job.output_dir)})
+                    job.send(protocol.output(job.id, outputs.encode_output(item, spec.type)))
                     await asyncio.sleep(0)
         else:
-            final = outputs.encode_output(result, spec.type, job.output_dir)
+            final = outputs.encode_output(result, spec.type)
         job.logs.flush()
-        job.send({"t": "done", **final, "predict_time": time.perf_counter() - started})
+        job.send(protocol.done(job.id, final, time.perf_counter() - started))
     except (asyncio.CancelledError, CancelationException):
         job.logs.flush()
-        job.send({"t": "cancelled"})
+        job.send(protocol.cancelled(job.id))
     except BaseException as exc:  # noqa: BLE001
         job.fail(exc)
     finally:
@@ -460,7 +456,7 @@ def _has_files(model: LoadedModel) -> bool:
     return False
 
 
-def run_healthcheck(model: LoadedModel) -> tuple[str, str | None]:
+def run_healthcheck(model: LoadedModel) -> tuple[protocol.UserHealth, str | None]:
     """Run a sync user healthcheck (in the calling thread)."""
     try:
         result = model.healthcheck()
@@ -469,10 +465,11 @@ def run_healthcheck(model: LoadedModel) -> tuple[str, str | None]:
 
             result = asyncio.run(_await(result))
     except Exception as exc:  # noqa: BLE001
-        return "unhealthy", f"user healthcheck raised {type(exc).__name__}: {exc}"
+        return (protocol.UserHealth.UNHEALTHY,
+                f"user healthcheck raised {type(exc).__name__}: {exc}")
     if result is False:
-        return "unhealthy", "user healthcheck returned False"
-    return "healthy", None
+        return protocol.UserHealth.UNHEALTHY, "user healthcheck returned False"
+    return protocol.UserHealth.HEALTHY, None
 
 
 async def _await(awaitable: Any) -> Any:
