@@ -1,4 +1,4 @@
-"""The `cogserve` command: serve, predict (alias run), train, schema."""
+"""The `cogserve` command: serve, predict (alias run), train, schema, env."""
 
 from __future__ import annotations
 
@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> None:
     schema.add_argument("--predictor", default=None)
     schema.add_argument("-o", "--output", default=None, help="write to this file")
 
+    from cogserve.envs import command as env_command
+
+    env_command.add_parser(sub)
+
     args = parser.parse_args(argv)
     _configure_logging()
     try:
@@ -64,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(_predict(args, "train" if args.command == "train" else "predict"))
         elif args.command == "schema":
             _schema(args)
+        elif args.command == "env":
+            sys.exit(env_command.run(args))
     except DefinitionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pathlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
@@ -23,6 +24,7 @@ class ModelConfig:
     concurrency: int | None = None  # cog.yaml concurrency.max
     environment: dict[str, str] = field(default_factory=dict)
     image: str | None = None
+    build: Any = None  # cog.yaml `build:` as written; checked by cogserve.envs.spec
 
     def ref(self, mode: str) -> str:
         ref = self.train_ref if mode == "train" else self.predict_ref
@@ -61,6 +63,7 @@ def load_config(directory: str | os.PathLike[str] | None = None,
         cfg.predict_ref = data.get("run") or data.get("predict")
         cfg.train_ref = data.get("train")
         cfg.image = data.get("image")
+        cfg.build = data.get("build")
         conc = data.get("concurrency")
         if isinstance(conc, dict) and conc.get("max") is not None:
             try:
@@ -92,3 +95,8 @@ def env_float(name: str, default: float | None) -> float | None:
 def env_int(name: str, default: int | None) -> int | None:
     value = env_float(name, None)
     return default if value is None else int(value)
+
+
+def env_flag(name: str) -> bool:
+    """A yes/no environment variable: 1, true, yes, on (any case) are yes."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")

@@ -17,6 +17,7 @@ from harness import Server  # noqa: E402
 # Every process the suite starts inherits this variable, so the end-of-session check
 # finds exactly the suite's own leftovers, whoever else runs cogserve on the machine.
 SESSION_MARK = "COGSERVE_TEST_SESSION"
+ENV_DIR = "model-envs"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,6 +26,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["TMPDIR"] = root
     tempfile.tempdir = None  # gettempdir() caches: make it read TMPDIR again
     os.environ[SESSION_MARK] = secrets.token_hex(8)
+    # model environments (cogserve/envs) of the whole session; uv keeps its download cache
+    os.environ["COGSERVE_ENV_DIR"] = os.path.join(root, ENV_DIR)
     config.stash[_root_key] = root
 
 
@@ -79,7 +82,8 @@ def nothing_left_behind(pytestconfig: pytest.Config) -> Iterator[None]:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    files = sorted(p.name for p in root.iterdir() if not p.name.startswith("pytest-of-"))
+    files = sorted(p.name for p in root.iterdir() if not p.name.startswith("pytest-of-")
+                   and p.name != ENV_DIR)
     assert not procs, f"tests left processes running: {procs}"
     assert not files, f"tests left temporary files in TMPDIR: {files}"
 

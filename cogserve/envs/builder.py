@@ -1,0 +1,163 @@
+"""Create and fill a model's environment with uv, reporting each phase as it goes.
+
+uv creates the virtual environment and installs, in one resolution, the same cogserve
+(a wheel of the running one), the Cog SDK's own dependencies (unpinned, so the model's pins
+win) and the model's packages or requirements file. uv runs in the model's folder, so
+local paths and `--extra-index-url` in a requirements file resolve as they would for Cog.
+Interpreters are never downloaded (`--no-python-downloads`): a `python_version` with no
+matching interpreter on the machine falls back to cogserve's own, said once.
+
+Every line uv prints goes to `on_line` (the terminal, or `setup.logs` while serving); a
+failure raises `EnvBuildError` carrying uv's own message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pathlib
+import re
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from cogserve.envs import selfwheel
+from cogserve.envs.spec import COG_SDK_PACKAGES, BuildSpec, normalise, own_python_version
+from cogserve.envs.store import EnvStore
+
+log = logging.getLogger("cogserve")
+
+LineSink = Callable[[str], None]
+
+# The worker's code needs this Python or newer.
+MIN_PYTHON = (3, 11)
+
+
+class EnvBuildError(Exception):
+    """An environment could not be built; the message holds the installer's error."""
+
+
+def uv_bin() -> str:
+    import uv
+
+    return uv.find_uv_bin()
+
+
+def _uv_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    env["NO_COLOR"] = "1"
+    return env
+
+
+async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None = None
+               ) -> tuple[int, list[str]]:
+    """Run a command, passing each output line on; kill it if the caller is cancelled."""
+    process = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=_uv_env(), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,  # Ctrl-C reaches cogserve, which ends uv itself
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        async for raw in process.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            lines.append(line)
+            on_line(line + "\n")
+        code = await process.wait()
+    except BaseException:
+        if process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await process.wait()
+        raise
+    return code, lines
+
+
+async def choose_interpreter(version: str | None, on_line: LineSink) -> str:
+    """An interpreter on this machine for `python_version`, else cogserve's own."""
+    own = sys.executable
+    if version is None or version == own_python_version() or version.startswith(
+            own_python_version() + "."):
+        return own
+    wanted = tuple(int(part) for part in version.split(".")[:2])
+    why = ""
+    if wanted < MIN_PYTHON:
+        why = "cogserve's worker needs Python >= {}.{}".format(*MIN_PYTHON)
+    else:
+        argv = [uv_bin(), "python", "find", "--system", "--no-python-downloads", version]
+        code, lines = await _run(argv, lambda _line: None)
+        if code == 0 and lines and os.path.exists(lines[-1].strip()):
+            return lines[-1].strip()
+        why = "no such interpreter on this machine, and none is downloaded"
+    message = (f"build.python_version {version}: {why}; using cogserve's own Python "
+               f"{sys.version.split()[0]}")
+    log.warning("%s", message)
+    on_line(f"cogserve: {message}\n")
+    return own
+
+
+async def build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink
+                ) -> pathlib.Path:
+    """Build the environment for `key` in a temporary folder and publish it atomically."""
+    started = time.monotonic()
+    python = await choose_interpreter(spec.python_version, on_line)
+    build_dir = store.new_build_dir(key)
+    try:
+        uv = uv_bin()
+        on_line(f"cogserve: creating the environment ({python})\n")
+        code, lines = await _run([uv, "venv", "--relocatable", "--no-python-downloads",
+                                  "--python", python, str(build_dir)], on_line)
+        if code != 0:
+            raise EnvBuildError("could not create the environment:\n" + "\n".join(lines))
+        wheel = selfwheel.ensure_wheel(store.wheels)
+        what = [f"cogserve {selfwheel.cogserve_id()}", "the Cog SDK's dependencies"]
+        if spec.python_packages:
+            what.append(f"{len(spec.python_packages)} python_packages")
+        argv = [uv, "pip", "install", "--python", str(build_dir / "bin" / "python"),
+                "--no-python-downloads", str(wheel), *COG_SDK_PACKAGES, *spec.python_packages]
+        if spec.requirements is not None:
+            argv += ["-r", str(spec.requirements)]
+            what.append(spec.requirements.name)
+        on_line(f"cogserve: resolving, downloading and installing {', '.join(what)}\n")
+        code, lines = await _run(argv, on_line, cwd=spec.directory)
+        if code != 0:
+            raise EnvBuildError(_install_error(spec, lines))
+        info = {
+            "key": key,
+            "model": str(spec.directory),
+            "python": python,
+            "python_version": spec.python_version,
+            "python_packages": list(spec.python_packages),
+            "python_requirements": str(spec.requirements) if spec.requirements else None,
+            "cogserve_id": selfwheel.cogserve_id(),
+            "created_at": time.time(),
+        }
+        path = store.publish(build_dir, key, info)
+    except BaseException:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        raise
+    on_line(f"cogserve: environment ready in {time.monotonic() - started:.1f} s: {path}\n")
+    return path
+
+
+def _install_error(spec: BuildSpec, lines: list[str]) -> str:
+    """uv's message, led by the conflicts between the model's pins and cogserve's needs."""
+    output = "\n".join(lines).strip()
+    head = "installing the model's packages failed"
+    if "No solution found" in output:
+        needed = {normalise(m.group(1)): req for req in selfwheel.requirements()
+                  if (m := re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req))}
+        clashes = [f"the model's requirement {mine!r} conflicts with {needed[name]!r}, which "
+                   "cogserve's worker needs"
+                   for name, mine in spec.named_packages().items()
+                   if name in needed and name in output.lower()]
+        if clashes:
+            head = "; ".join(clashes)
+    return f"{head}:\n{output}"

@@ -1,0 +1,83 @@
+"""The environment one model's worker runs in: found ready in milliseconds, else built.
+
+`for_model` decides whether a model gets one (it declares packages, and the user did not
+opt out with `--no-env` / `COGSERVE_NO_ENV=1`); `ModelEnvironment.prepare` returns the
+interpreter the worker is started with.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+from typing import Any
+
+from cogserve.config import ModelConfig, env_flag
+from cogserve.envs import builder, selfwheel, system
+from cogserve.envs.builder import LineSink
+from cogserve.envs.spec import BuildSpec, parse_build
+from cogserve.envs.store import EnvStore
+
+log = logging.getLogger("cogserve")
+
+
+class ModelEnvironment:
+    """One model's environment in the store: its key, and its interpreter once ready."""
+
+    def __init__(self, spec: BuildSpec, store: EnvStore | None = None,
+                 rebuild: bool = False) -> None:
+        self.spec = spec
+        self.store = store or EnvStore()
+        self.key = spec.key(selfwheel.cogserve_id())
+        self.rebuild = rebuild
+        self.path: pathlib.Path | None = None
+
+    @property
+    def python(self) -> str | None:
+        return str(self.path / "bin" / "python") if self.path else None
+
+    def find_ready(self) -> pathlib.Path | None:
+        if self.path is None and not self.rebuild:
+            self.path = self.store.ready(self.key)
+        return self.path
+
+    async def prepare(self, on_line: LineSink) -> str:
+        """The interpreter to run the worker with, building the environment if needed."""
+        if self.find_ready() is None:
+            if self.rebuild:
+                self.store.discard(self.store.path(self.key))
+                self.rebuild = False
+            on_line(f"cogserve: building the model's environment {self.key} "
+                    f"in {self.store.root}\n")
+            self.path = await builder.build(self.spec, self.store, self.key, on_line)
+        assert self.python is not None
+        return self.python
+
+    def worker_env(self) -> dict[str, str]:
+        """What a process in this environment expects: its bin/ first on PATH."""
+        assert self.path is not None
+        return {"VIRTUAL_ENV": str(self.path),
+                "PATH": f"{self.path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def build_spec(config: ModelConfig) -> BuildSpec:
+    """`build:` of the model, checked; says once which image-only keys are ignored."""
+    spec = parse_build(config.directory, config.build)
+    if spec.ignored:
+        log.info("cog.yaml build keys ignored (they only apply to a Docker image): %s",
+                 ", ".join(spec.ignored))
+    return spec
+
+
+def for_model(config: ModelConfig, no_env: bool = False, rebuild: bool = False,
+              **kwargs: Any) -> ModelEnvironment | None:
+    """The model's environment, or None: it declares no packages, or the user opted out."""
+    spec = build_spec(config)
+    system.warn_missing(spec)
+    if not spec.needs_env:
+        return None
+    if no_env or env_flag("COGSERVE_NO_ENV"):
+        log.info("not using a model environment (--no-env / COGSERVE_NO_ENV): the worker "
+                 "runs with cogserve's own Python")
+        return None
+    return ModelEnvironment(spec, rebuild=rebuild, **kwargs)
