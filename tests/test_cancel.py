@@ -73,7 +73,7 @@ def test_sync_caller_of_a_canceled_prediction_gets_canceled(serve, receiver):
     assert server.predict(text="after").json()["output"] == "AFTER"
 
 
-def test_cancel_repeated_three_times_then_404(serve, receiver, tmp_path):
+def test_cancel_repeated_three_times_then_once_finished(serve, receiver, tmp_path):
     server = serve("cancel_sync")
     hook = receiver()
     gate = tmp_path / "cleanup-done"  # the model's cleanup lasts until the gate opens
@@ -83,8 +83,9 @@ def test_cancel_repeated_three_times_then_404(serve, receiver, tmp_path):
     gate.touch()
     assert "cleanup rep" in _canceled(hook)["logs"]
     server.wait_for("READY")
-    # finished predictions are forgotten: cancelling again is 404
-    assert server.client.post("/predictions/rep/cancel").status_code == 404
+    # a finished prediction is kept: cancelling it again is 200 and changes nothing
+    assert server.client.post("/predictions/rep/cancel").status_code == 200
+    assert server.client.get("/predictions/rep").json()["status"] == "canceled"
     assert server.predict(text="next").json()["output"] == "NEXT"
 
 

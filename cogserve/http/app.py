@@ -85,13 +85,16 @@ class App:
         if not ident:
             raise HTTPError(404, {"error": "Not Found"})
         if action == "":
-            if method != "PUT":
-                raise _not_allowed({"PUT": None})
-            await self.cog.create(scope, receive, send, path_id=ident, mode=mode)
+            if method == "PUT":
+                await self.cog.create(scope, receive, send, path_id=ident, mode=mode)
+            elif method in ("GET", "HEAD"):
+                await self.cog.get(scope, receive, send, ident, mode)
+            else:
+                raise _not_allowed({"PUT": None, "GET": None})
         elif action == "cancel":
             if method != "POST":
                 raise _not_allowed({"POST": None})
-            await self.cog.cancel(scope, receive, send, ident)
+            await self.cog.cancel(scope, receive, send, ident, mode)
         else:
             raise HTTPError(404, {"error": "Not Found"})
 

@@ -1,4 +1,5 @@
-"""Cog's HTTP API: /predictions, /trainings, /health-check, /openapi.json, /, /shutdown.
+"""Cog's HTTP API: /predictions, /trainings, /health-check, /openapi.json, /, /shutdown,
+and GET /predictions/{id} (an addition: the state of a running or recent prediction).
 
 Each handler parses and checks the request, then asks the `Service` to act. The
 order of refusals follows the reference: 503 while not ready, 422 for bad input
@@ -16,6 +17,7 @@ import cogserve
 from cogserve.http.responses import HTTPError, header, parse_json, read_body, send_json
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service, ServiceError, generate_id
+from cogserve.runtime.store import Finished
 from cogserve.validation import show as _show
 
 DISCONNECT_WATCH_DELAY = 0.005  # seconds a sync prediction runs before its client is watched
@@ -103,6 +105,10 @@ class CogRoutes:
                 await self._respond(scope, receive, send, existing, respond_async, wants_sse,
                                     created=False)
                 return
+            finished = service.recent.get(path_id, _kind(mode))
+            if finished is not None:  # a retry of a finished id: answered, never run again
+                await _respond_finished(send, finished, respond_async, wants_sse)
+                return
         elif body_id is not None:
             if not isinstance(body_id, str) or not _ID.match(body_id):
                 raise HTTPError(422, _detail([("body", "id"), _ID_RULE, "value_error"]))
@@ -137,7 +143,7 @@ class CogRoutes:
             prediction = service.create(
                 prediction_id, raw_input, mode=mode, webhook=webhook,
                 webhook_events_filter=events, output_file_prefix=prefix,
-                context=context, listeners=listeners,
+                context=context, listeners=listeners, remember=True,
             )
         except ServiceError as exc:
             raise HTTPError(exc.status, exc.body) from None
@@ -157,13 +163,55 @@ class CogRoutes:
             if created:
                 self.service.cancel(prediction.id)
             return
-        await send_json(send, 200, prediction.to_dict())
+        # the store encoded the final object already: send those bytes, not a second dump
+        finished = self.service.recent.get(prediction.id, prediction.kind)
+        await send_json(send, 200, finished.body if finished is not None else prediction.to_dict())
 
     async def cancel(self, scope: dict[str, Any], receive: Any, send: Any,
-                     prediction_id: str) -> None:
+                     prediction_id: str, mode: str = "predict") -> None:
+        """200 for a running id (every time) and for a recently finished one (a no-op)."""
         if not self.service.cancel(prediction_id):
-            raise HTTPError(404, {"error": f"No prediction with id {prediction_id!r} is running"})
+            if self.service.recent.get(prediction_id, _kind(mode)) is None:
+                raise HTTPError(404, {"error": f"No {_kind(mode)} with id {prediction_id!r} is "
+                                               "running or recently finished"})
         await send_json(send, 200, {})
+
+    async def get(self, scope: dict[str, Any], receive: Any, send: Any,
+                  prediction_id: str, mode: str = "predict") -> None:
+        """`GET /predictions/{id}`: the current state, running or recently finished.
+
+        Not in Cog's API: an addition for clients that poll instead of taking a webhook.
+        """
+        kind = _kind(mode)
+        running = self.service.predictions.get(prediction_id)
+        if running is not None and running.kind == kind:
+            await send_json(send, 200, running.to_dict())
+            return
+        finished = self.service.recent.get(prediction_id, kind)
+        if finished is not None:
+            await send_json(send, 200, finished.body)
+            return
+        recent = self.service.recent
+        if recent.was_evicted(prediction_id):
+            raise HTTPError(404, {"error": f"{kind.capitalize()} {prediction_id!r} finished but "
+                                           f"was evicted from the store of recent ones: "
+                                           f"{recent.describe_bounds()}"})
+        raise HTTPError(404, {"error": f"No {kind} with id {prediction_id!r} is running or "
+                                       "recently finished"})
+
+
+def _kind(mode: str) -> str:
+    return "training" if mode == "train" else "prediction"
+
+
+async def _respond_finished(send: Any, finished: Finished, respond_async: bool,
+                            wants_sse: bool) -> None:
+    if wants_sse:
+        from cogserve.http.sse import replay_finished
+
+        await replay_finished(send, finished.frames, finished.skipped)
+    else:
+        await send_json(send, 202 if respond_async else 200, finished.body)
 
 
 async def _wait_or_disconnect(prediction: Prediction, receive: Any) -> bool:

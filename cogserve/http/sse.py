@@ -143,6 +143,15 @@ def handler(service: Service) -> Handler:
     return stream
 
 
+async def replay_finished(send: Any, frames: bytes, skipped: int) -> None:
+    """A `PUT` stream for a prediction that finished already: its kept events, then end."""
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    if skipped:
+        await _end(send, frame(b"error", {"error": TRUNCATED, "skipped": skipped}))
+    else:
+        await _end(send, frames)
+
+
 async def _write(send: Any, queue: ClientQueue, replay: list[bytes]) -> bool:
     """Send the replay, then live frames until the end; False if the client went away."""
     batch: list[bytes] = []

@@ -28,6 +28,13 @@ from cogserve.protocol import FromWorker, Mode, UserHealth
 from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
 from cogserve.runtime.outputs import resolve_files
 from cogserve.runtime.prediction import Prediction, iso, now
+from cogserve.runtime.store import (
+    BYTES_VARIABLE,
+    COUNT_VARIABLE,
+    DEFAULT_BYTES,
+    DEFAULT_COUNT,
+    FinishedStore,
+)
 from cogserve.runtime.supervisor import WorkerProcess, WorkerSpec, describe_exit
 from cogserve.validation import InputValidator
 
@@ -55,6 +62,8 @@ class Settings:
     model_name: str | None = None
     model_version: str | None = None
     stream_history: int = DEFAULT_CAPACITY  # SSE replay buffer, in events
+    recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
+    recent_bytes: int = DEFAULT_BYTES
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -68,6 +77,8 @@ class Settings:
             healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
             upload_url=upload_url,
             stream_history=capacity_from(env.get("COG_STREAM_HISTORY_CAPACITY")),
+            recent_count=env_int(COUNT_VARIABLE, DEFAULT_COUNT) or 0,
+            recent_bytes=env_int(BYTES_VARIABLE, DEFAULT_BYTES) or 0,
             extra_env=config.environment,
         )
 
@@ -87,7 +98,8 @@ class Service:
         self.has_healthcheck = False
         self.slots = 1
         self.free = 0
-        self.predictions: dict[str, Prediction] = {}
+        self.predictions: dict[str, Prediction] = {}  # running
+        self.recent = FinishedStore(settings.recent_count, settings.recent_bytes)
         self.fatal_reason: str | None = None
         self.worker: WorkerProcess | None = None
         self.ready = asyncio.Event()  # set once setup has finished, either way
@@ -355,8 +367,13 @@ class Service:
         output_file_prefix: str | None = None,
         context: dict[str, str] | None = None,
         listeners: list[Any] | None = None,
+        remember: bool = False,
     ) -> Prediction:
-        """Take a slot and send a validated input to the worker (or raise ServiceError)."""
+        """Take a slot and send a validated input to the worker (or raise ServiceError).
+
+        `remember`: keep the finished prediction in `recent` (Cog's routes, which can be
+        asked for it again; not V2 or the CLI, whose ids nobody can ask for).
+        """
         self.check_accepting()
         if prediction_id in self.predictions:
             raise ServiceError(409, {"error": f"A prediction with id {prediction_id!r} is already "
@@ -381,6 +398,8 @@ class Service:
             prediction.subscribe(listener)
         if self.streaming:  # SSE replay; other models pay nothing
             prediction.subscribe(EventHistory(self.settings.stream_history))
+        if remember:  # last: on `completed` the SSE history above is already complete
+            prediction.subscribe(self.recent.listener)
         self.free -= 1
         self.predictions[prediction_id] = prediction
         message = protocol.predict(prediction_id, raw_input, Mode(mode))

@@ -1,0 +1,105 @@
+"""Recently finished predictions and trainings, so a client can find them again.
+
+An addition to Cog's API (Cog forgets a prediction once it has answered): with it
+`GET /predictions/{id}` can poll, a retried `PUT` of a finished id answers from here
+instead of running the model a second time, and a cancel of a finished id is a no-op.
+
+Each entry is the final prediction object encoded as JSON once (the sync response
+sends the same bytes), plus, for a `@streaming` model, the SSE frames its event
+history kept, so a `PUT` with `Accept: text/event-stream` can replay them. Outputs that
+are files are kept as the URLs the client got (the upload URL with `--upload-url`, else
+the data URL, which counts in full against the byte bound), never re-read.
+
+The store is bounded by count and by bytes; the oldest entries go first. The ids of
+evicted entries are remembered (up to EVICTED_IDS of them, a few hundred bytes each)
+so a GET for one can say it was evicted rather than that it never existed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from cogserve.runtime.history import history_of
+from cogserve.runtime.prediction import Prediction
+
+DEFAULT_COUNT = 1000
+DEFAULT_BYTES = 64 * 1024 * 1024
+EVICTED_IDS = 10_000
+COUNT_VARIABLE = "COGSERVE_RECENT_PREDICTIONS"
+BYTES_VARIABLE = "COGSERVE_RECENT_PREDICTIONS_BYTES"
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """One finished prediction as it is answered again."""
+
+    kind: str  # "prediction" or "training": /predictions/{id} never shows a training
+    body: bytes  # the final prediction object, JSON
+    frames: bytes  # its SSE events (streaming models), ready to send
+    skipped: int  # SSE events the history had already dropped (replay is truncated)
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + len(self.frames)
+
+
+class FinishedStore:
+    """The last `max_count` finished predictions within `max_bytes`; one per Service."""
+
+    def __init__(self, max_count: int = DEFAULT_COUNT, max_bytes: int = DEFAULT_BYTES) -> None:
+        self.max_count = max(0, max_count)
+        self.max_bytes = max(0, max_bytes)
+        self.entries: OrderedDict[str, Finished] = OrderedDict()
+        self.bytes = 0
+        self.evicted: OrderedDict[str, None] = OrderedDict()
+
+    def listener(self, prediction: Prediction, event: str, payload: dict[str, Any]) -> None:
+        """Prediction listener (subscribed last, so the SSE history is complete): keeps it."""
+        if event == "completed":
+            self.keep(prediction)
+
+    def keep(self, prediction: Prediction) -> None:
+        body = orjson.dumps(prediction.to_dict())
+        frames, skipped = b"", 0
+        history = history_of(prediction)
+        if history is not None:
+            kept = list(history.events) if history.events is not None else []
+            frames = b"".join(kept)
+            skipped = history.total - len(kept)
+        entry = Finished(prediction.kind, body, frames, skipped)
+        self._drop(prediction.id)
+        self.evicted.pop(prediction.id, None)
+        if entry.size > self.max_bytes or self.max_count == 0:
+            self._remember_evicted(prediction.id)
+            return
+        self.entries[prediction.id] = entry
+        self.bytes += entry.size
+        while len(self.entries) > self.max_count or self.bytes > self.max_bytes:
+            oldest, _ = next(iter(self.entries.items()))
+            self._drop(oldest)
+            self._remember_evicted(oldest)
+
+    def get(self, prediction_id: str, kind: str) -> Finished | None:
+        entry = self.entries.get(prediction_id)
+        return entry if entry is not None and entry.kind == kind else None
+
+    def was_evicted(self, prediction_id: str) -> bool:
+        return prediction_id in self.evicted
+
+    def describe_bounds(self) -> str:
+        return (f"the server keeps the last {self.max_count} finished predictions within "
+                f"{self.max_bytes} bytes ({COUNT_VARIABLE}, {BYTES_VARIABLE})")
+
+    def _drop(self, prediction_id: str) -> None:
+        entry = self.entries.pop(prediction_id, None)
+        if entry is not None:
+            self.bytes -= entry.size
+
+    def _remember_evicted(self, prediction_id: str) -> None:
+        self.evicted[prediction_id] = None
+        if len(self.evicted) > EVICTED_IDS:
+            self.evicted.popitem(last=False)
