@@ -130,7 +130,7 @@ class CogRoutes:
             errors.append(("output_file_prefix", "must be an http:// or https:// URL"))
         if errors:
             raise HTTPError(422, {"detail": [
-                {"loc": _loc(field), "msg": msg,
+                {"loc": _loc(field, service.validators[mode].properties), "msg": msg,
                  "type": "value_error.missing" if msg == "Field required" else "value_error"}
                 for field, msg in errors
             ]})
@@ -289,15 +289,24 @@ def _webhook_fields(body: dict[str, Any], errors: list[tuple[str, str]]
     return webhook, chosen, errors
 
 
-def _loc(field: str) -> list[Any]:
+def _loc(field: str, properties: dict[str, Any]) -> list[Any]:
+    """The 422 location of a validation error's field.
+
+    Only a declared input has item indices after it (`name.3`, written by the
+    validator); any other key is a client's unknown key and is named exactly as sent,
+    whatever digits or dots it holds (int("¹") raised, and a 20-digit int could not be
+    written as JSON: both were 500s).
+    """
     if field in ("webhook", "webhook_events_filter", "output_file_prefix"):
         return ["body", field]
     if not field:
         return ["body", "input", "__root__"]
-    parts: list[Any] = ["body", "input"]
-    for part in field.split("."):
-        parts.append(int(part) if part.isdigit() else part)
-    return parts
+    if field in properties:
+        return ["body", "input", field]
+    name, _, rest = field.partition(".")
+    if name not in properties:
+        return ["body", "input", field]
+    return ["body", "input", name, *(int(part) for part in rest.split("."))]
 
 
 def _detail(item: list[Any]) -> dict[str, Any]:
