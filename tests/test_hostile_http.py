@@ -4,6 +4,9 @@ keeps serving a normal client throughout."""
 
 from __future__ import annotations
 
+import select
+import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +17,9 @@ HELLO = MODELS.parent.parent / "examples" / "hello-world"
 
 @pytest.fixture(scope="module")
 def hello() -> Iterator[Server]:
-    with Server(HELLO) as server:
+    # short read timeouts so the slow-client tests end quickly
+    with Server(HELLO, env={"COGSERVE_HEADER_TIMEOUT": "1", "COGSERVE_BODY_TIMEOUT": "1"}) \
+            as server:
         yield server
 
 
@@ -27,3 +32,90 @@ def test_unknown_input_keys_get_422_naming_the_key(hello, key, method):
     [item] = response.json()["detail"]
     assert item["loc"] == ["body", "input", key]
     assert "was unexpected" in item["msg"]
+
+
+def _raw(server: Server, data: bytes, timeout: float = 10.0) -> bytes:
+    """Send raw bytes and read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as sock:
+        try:
+            sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        chunks = []
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _still_serves(server: Server) -> None:
+    response = server.predict(name="ok")
+    assert response.status_code == 200 and response.json()["output"] == "hello ok"
+
+
+@pytest.mark.parametrize("head", [
+    b"X-Big: " + b"a" * (1 << 20) + b"\r\n",  # one 1 MiB header
+    b"".join(b"X-H%d: v\r\n" % i for i in range(101)),  # 101 headers
+    b"X-Many: " + b"b" * 70_000 + b"\r\n",  # just over the 64 KiB head
+])
+def test_oversized_or_numerous_headers_get_431(hello, head):
+    answer = _raw(hello, b"GET /health-check HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert b"Request Header Fields Too Large" in answer
+    _still_serves(hello)
+
+
+def test_a_long_url_gets_431(hello):
+    answer = _raw(hello, b"GET /" + b"p" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+
+
+def test_normal_headers_are_served(hello):
+    headers = {f"x-h{i}": "v" * 100 for i in range(90)}
+    response = hello.client.get("/health-check", headers=headers)
+    assert response.status_code == 200
+
+
+def _closed_by_server(sock: socket.socket, trickle: bytes = b"") -> bool:
+    """Keep trickling bytes (a slowloris) until the server closes; False on our own bound."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if trickle:
+                sock.sendall(trickle)
+            ready, _, _ = select.select([sock], [], [], 0.2)
+            if ready and sock.recv(65536) == b"":
+                return True
+        except (BrokenPipeError, ConnectionResetError):
+            return True
+    return False
+
+
+def test_slowloris_connections_are_closed_and_others_served(hello):
+    slow = [socket.create_connection(("127.0.0.1", hello.port)) for _ in range(20)]
+    idle = socket.create_connection(("127.0.0.1", hello.port))  # sends nothing at all
+    try:
+        for sock in slow:
+            sock.sendall(b"POST /predictions HTTP/1.1\r\nHost: x\r\n")
+        _still_serves(hello)  # while they hang on
+        assert all(_closed_by_server(sock, b"X") for sock in slow[:3])  # still trickling
+        assert all(_closed_by_server(sock) for sock in slow[3:])
+        assert _closed_by_server(idle)
+        _still_serves(hello)
+    finally:
+        for sock in [*slow, idle]:
+            sock.close()
+
+
+def test_a_body_shorter_than_its_content_length_is_not_waited_for_forever(hello):
+    with socket.create_connection(("127.0.0.1", hello.port)) as sock:
+        sock.sendall(b"POST /predictions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                     b"\r\nContent-Length: 100\r\n\r\n{\"input\":")
+        assert _closed_by_server(sock)
+    _still_serves(hello)
+    assert hello.health()["status"] == "READY"

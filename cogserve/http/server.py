@@ -19,6 +19,7 @@ import uvicorn
 
 from cogserve.config import ModelConfig
 from cogserve.http.app import App
+from cogserve.http.protocol import ConnectionLimits, protocol_class
 from cogserve.runtime.service import Service, Settings
 
 log = logging.getLogger("cogserve")
@@ -48,7 +49,8 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
                 log_level: str = "warning") -> None:
     app, service, stop = build(config, settings, max_body)
     uv_config = uvicorn.Config(
-        app, host=host, port=port, loop="none", http="httptools", lifespan="on",
+        app, host=host, port=port, loop="none", lifespan="on",
+        http=protocol_class(ConnectionLimits.from_env()),  # httptools with head limits
         log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
         server_header=False, date_header=True,
     )
