@@ -34,7 +34,10 @@ class Server:
     """A running `cogserve serve` for one model folder."""
 
     def __init__(self, model: str | pathlib.Path, *args: str, env: dict[str, str] | None = None,
-                 wait: str | None = "READY", timeout: float = 30.0) -> None:
+                 wait: str | None = "READY", timeout: float = 30.0,
+                 prefix: list[str] | None = None) -> None:
+        """`prefix` runs the server through a command that ends by exec-ing it (its pid
+        stays the server's), e.g. to give it a DNS configuration of its own."""
         self.directory = pathlib.Path(model) if os.path.isabs(str(model)) else MODELS / model
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -49,7 +52,7 @@ class Server:
             full_env["TMPDIR"] = str(self.own_tmp)
         full_env.update(env or {})
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cogserve.cli", "serve", str(self.directory),
+            [*(prefix or ()), sys.executable, "-m", "cogserve.cli", "serve", str(self.directory),
              "--host", "127.0.0.1", "--port", str(self.port), *args],
             stdout=self.log, stderr=subprocess.STDOUT, env=full_env,
             start_new_session=True,

@@ -27,7 +27,10 @@ class UploadError(RuntimeError):
 def client() -> httpx.AsyncClient:
     global _client
     if _client is None:
+        from cogserve.runtime import resolver
+
         _client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0),
+                                    transport=resolver.transport(),  # the URL policy applies
                                     headers={"User-Agent": _user_agent()})
     return _client
 

@@ -89,8 +89,13 @@ def client() -> httpx.AsyncClient:
     if _client is None:
         import httpx  # imported on first use: it costs 25 ms of every server's start
 
+        from cogserve.runtime import resolver
+
         _client = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+            # names resolve in cogserve's bounded resolver: a dead DNS name cannot starve
+            # other webhooks or hold the exit; addresses are checked by the URL policy
+            transport=resolver.transport(
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32)),
             headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
             follow_redirects=False,
         )
