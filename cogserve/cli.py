@@ -1,4 +1,4 @@
-"""The `cogserve` command: serve, predict (alias run), train, schema, env."""
+"""The `cogserve` command: serve, predict|run, train, schema, env, dockerfile, k8s, ray."""
 
 from __future__ import annotations
 
@@ -59,10 +59,15 @@ def main(argv: list[str] | None = None) -> None:
 
     env_command.add_parser(sub)
 
+    from cogserve.deploy import commands as deploy_commands
+
+    deploy = deploy_commands.register(sub)
     args = parser.parse_args(argv)
     _configure_logging()
     try:
-        if args.command == "serve":
+        if args.command in deploy:
+            deploy[args.command](args)
+        elif args.command == "serve":
             _serve(args)
         elif args.command in ("predict", "run", "train"):
             sys.exit(_predict(args, "train" if args.command == "train" else "predict"))

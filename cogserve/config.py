@@ -26,6 +26,14 @@ class ModelConfig:
     image: str | None = None
     build: Any = None  # cog.yaml `build:` as written; checked by cogserve.envs.spec
 
+    def default_name(self) -> str:
+        """The model's name where none is given: cog.yaml's `image` (last part, no tag),
+        else the folder's name. V2 paths and the deploy manifests both use it."""
+        if self.image:
+            last = self.image.rstrip("/").rsplit("/", 1)[-1]
+            return last.split("@", 1)[0].split(":", 1)[0] or last
+        return self.directory.name
+
     def ref(self, mode: str) -> str:
         ref = self.train_ref if mode == "train" else self.predict_ref
         if not ref:

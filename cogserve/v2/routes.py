@@ -30,13 +30,7 @@ _LIVE_DEAD = ("SETUP_FAILED", "DEFUNCT")  # the process is up but can never serv
 
 def model_name(service: Service) -> str:
     """--model-name, else the last part of cog.yaml's `image` (no tag), else the folder."""
-    if service.settings.model_name:
-        return service.settings.model_name
-    image = service.config.image
-    if image:
-        last = image.rstrip("/").rsplit("/", 1)[-1]
-        return last.split("@", 1)[0].split(":", 1)[0] or last
-    return service.config.directory.name
+    return service.settings.model_name or service.config.default_name()
 
 
 class V2Routes:

@@ -1,0 +1,90 @@
+"""The `cogserve dockerfile | k8s | ray` subcommands: flags here, work in their modules."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+from cogserve.config import load_config
+from cogserve.deploy import DEFAULT_PORT
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]
+             ) -> dict[str, Callable[[argparse.Namespace], None]]:
+    """Add the subcommands; returns each command's runner, keyed by name."""
+    from cogserve.deploy import dockerfile, k8s
+
+    p = sub.add_parser("dockerfile", help="write a Dockerfile and .dockerignore for the model")
+    p.add_argument("directory", nargs="?", default=".")
+    p.add_argument("--cogserve-requirement", default=dockerfile.Options.cogserve_requirement,
+                   help="how the image installs cogserve (a pip requirement); the "
+                        "COGSERVE_REQUIREMENT build argument overrides it")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help="the image's default PORT (KServe's manifests set 8080)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+
+    p = sub.add_parser("k8s", help="print Kubernetes (or KServe) manifests for the model")
+    p.add_argument("directory", nargs="?", default=".")
+    p.add_argument("--image", required=True, help="the image `cogserve dockerfile` built")
+    p.add_argument("--kserve", action="store_true",
+                   help="a KServe ServingRuntime and InferenceService instead")
+    p.add_argument("--name", default=None, help="resource name (default: the model's name)")
+    p.add_argument("--slots", type=int, default=None,
+                   help="predictions a pod runs at once (default: cog.yaml concurrency.max, "
+                        "else 1); KServe's containerConcurrency")
+    p.add_argument("--min-replicas", type=int, default=1)
+    p.add_argument("--max-replicas", type=int, default=3)
+    p.add_argument("--target-cpu", type=int, default=70, help="HPA CPU utilisation, percent")
+    p.add_argument("--cpu", default="1", help="CPU request")
+    p.add_argument("--memory", default="2Gi", help="memory request and limit")
+    p.add_argument("--gpu", type=int, default=0, help="nvidia.com/gpu per pod")
+    p.add_argument("--drain-seconds", type=int, default=k8s.DEFAULT_DRAIN_SECONDS,
+                   help="time in-flight predictions get after SIGTERM (sets the grace period)")
+    p.add_argument("--healthcheck-timeout", type=int,
+                   default=int(os.environ.get("COGSERVE_HEALTHCHECK_TIMEOUT", "5")))
+
+    p = sub.add_parser("ray", help="serve the model on Ray Serve (pip install cogserve[ray])")
+    p.add_argument("directory", nargs="?", default=".")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="replicas, each a cogserve runtime with its own worker")
+    p.add_argument("-p", "--port", type=int, default=int(os.environ.get("PORT", DEFAULT_PORT)))
+    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--address", default=os.environ.get("RAY_ADDRESS"),
+                   help="a running Ray cluster (default: start a local one)")
+    p.add_argument("--autoscaling", default=None, metavar="JSON",
+                   help="Ray Serve autoscaling_config, e.g. "
+                        "'{\"min_replicas\": 1, \"max_replicas\": 4}' (replaces --replicas)")
+    p.add_argument("--num-cpus", type=float, default=1.0, help="CPUs Ray reserves per replica")
+    p.add_argument("--num-gpus", type=float, default=0.0, help="GPUs Ray reserves per replica")
+    p.add_argument("--predictor", default=None, help="FILE.py:NAME, overrides cog.yaml")
+    p.add_argument("--model-name", default=None, help="the model's name in the V2 API")
+    return {"dockerfile": _dockerfile, "k8s": _k8s, "ray": _ray}
+
+
+def _dockerfile(args: argparse.Namespace) -> None:
+    from cogserve.deploy import dockerfile
+
+    config = load_config(args.directory)
+    options = dockerfile.Options(cogserve_requirement=args.cogserve_requirement, port=args.port)
+    for path in dockerfile.write(config, options, force=args.force):
+        print(f"wrote {path}")
+
+
+def _k8s(args: argparse.Namespace) -> None:
+    from cogserve.deploy import k8s
+
+    config = load_config(args.directory)
+    options = k8s.Options(
+        image=args.image, name=args.name, kserve=args.kserve, slots=args.slots,
+        min_replicas=args.min_replicas, max_replicas=args.max_replicas,
+        target_cpu=args.target_cpu, cpu=args.cpu, memory=args.memory, gpu=args.gpu,
+        drain_seconds=args.drain_seconds, healthcheck_timeout=args.healthcheck_timeout)
+    sys.stdout.write(k8s.render(config, options))
+
+
+def _ray(args: argparse.Namespace) -> None:
+    from cogserve.deploy import ray
+
+    ray.run(ray.Options.from_args(args))
