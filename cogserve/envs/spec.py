@@ -80,6 +80,11 @@ class BuildSpec:
                 named[normalise(match.group(1))] = requirement.strip()
         return named
 
+    def names_local_files(self) -> bool:
+        """Whether a requirement is a path (a wheel or source tree next to cog.yaml)."""
+        return any(_looks_like_path(r) for r in (*self.python_packages,
+                                                  *self.requirement_lines()))
+
     def key(self, cogserve_id: str) -> str:
         """The environment's folder name: a hash of all that decides its contents."""
         doc = {
