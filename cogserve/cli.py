@@ -21,6 +21,9 @@ from cogserve import protocol
 from cogserve.config import ModelConfig, load_config
 from cogserve.exceptions import DefinitionError
 
+NO_ENV_HELP = ("run the model with cogserve's own Python, not in an environment built for "
+               "cog.yaml's packages (also COGSERVE_NO_ENV=1)")
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cogserve", description=__doc__)
@@ -33,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--upload-url", default=None,
                        help="PUT file outputs here (multipart) and return their URLs")
     serve.add_argument("--predictor", default=None, help="FILE.py:NAME, overrides cog.yaml")
+    serve.add_argument("--no-env", action="store_true", help=NO_ENV_HELP)
     serve.add_argument("--model-name", default=None, help="the model's name in the V2 API")
     serve.add_argument("--model-version", default=None, help="the model's version in the V2 API")
     serve.add_argument("--await-explicit-shutdown", action="store_true",
@@ -49,10 +53,12 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--json", default=None, help="all inputs as one JSON object")
         p.add_argument("-o", "--output", default=None, help="where to write a file output")
         p.add_argument("--predictor", default=None)
+        p.add_argument("--no-env", action="store_true", help=NO_ENV_HELP)
 
     schema = sub.add_parser("schema", help="print the OpenAPI schema")
     schema.add_argument("directory", nargs="?", default=".")
     schema.add_argument("--predictor", default=None)
+    schema.add_argument("--no-env", action="store_true", help=NO_ENV_HELP)
     schema.add_argument("-o", "--output", default=None, help="write to this file")
 
     from cogserve.envs import command as env_command
@@ -112,6 +118,7 @@ def _apply_environment(config: ModelConfig) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    from cogserve.envs import model_env
     from cogserve.http import server
     from cogserve.runtime.service import Settings
 
@@ -121,6 +128,7 @@ def _serve(args: argparse.Namespace) -> None:
     settings = Settings.from_env(config, upload_url=args.upload_url)
     settings.model_name = args.model_name
     settings.model_version = args.model_version
+    settings.environment = model_env.for_model(config, args.no_env)
     uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
         os.environ.get("COG_LOG_LEVEL", "").upper(), "warning")
     server.run(config, settings, args.host, args.port,
@@ -133,6 +141,7 @@ def _schema(args: argparse.Namespace) -> None:
     from cogserve.schema import openapi_document
 
     config = load_config(args.directory, args.predictor)
+    _reexec_in_model_env(config, args)
     _apply_environment(config)
     output = pathlib.Path(args.output).resolve() if args.output else None
     os.chdir(config.directory)  # as the worker does: the model may read files at import
@@ -151,6 +160,29 @@ def _schema(args: argparse.Namespace) -> None:
         output.write_text(text + "\n")
     else:
         print(text)
+
+
+def _reexec_in_model_env(config: ModelConfig, args: argparse.Namespace) -> None:
+    """`schema` imports the model: it runs in the model's environment, when it has one."""
+    from cogserve.envs import model_env
+    from cogserve.envs.builder import EnvBuildError
+    from cogserve.envs.command import to_stderr
+
+    environment = model_env.for_model(config, args.no_env)
+    if environment is None:
+        return
+    try:
+        python = asyncio.run(environment.prepare(to_stderr))
+    except EnvBuildError as exc:
+        raise DefinitionError(f"could not build the model's environment: {exc}") from None
+    argv = [python, "-m", "cogserve.cli", "schema", str(config.directory), "--no-env"]
+    if args.predictor:
+        argv += ["--predictor", args.predictor]
+    if args.output:
+        argv += ["-o", str(pathlib.Path(args.output).resolve())]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(python, argv, {**os.environ, **environment.worker_env()})
 
 
 @contextlib.contextmanager
@@ -241,9 +273,19 @@ def _predict(args: argparse.Namespace, mode: str) -> int:
 
 
 async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: str) -> int:
+    from cogserve.envs import model_env
+    from cogserve.envs.builder import EnvBuildError
+    from cogserve.envs.command import to_stderr
     from cogserve.runtime.service import Service, Settings, generate_id
 
     settings = Settings.from_env(config)
+    settings.environment = model_env.for_model(config, args.no_env)
+    if settings.environment is not None:  # built here, before the worker, with live progress
+        try:
+            await settings.environment.prepare(to_stderr)
+        except EnvBuildError as exc:
+            print(f"error: could not build the model's environment: {exc}", file=sys.stderr)
+            return 1
     service = Service(config, settings)
     # Ctrl-C cancels this coroutine before any service.stop() below runs: the worker is
     # killed as the loop closes (supervisor), and its temp folder goes at exit

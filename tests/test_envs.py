@@ -9,11 +9,27 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
+import subprocess
+import time
 
+import pytest
+import uv
 from cli_harness import cogserve
-from harness import MODELS
+from harness import MODELS, Server
+
+from cogserve.envs.spec import parse_build
 
 ENVS = MODELS / "envs"
+TINY_RUN = """\
+import cogserve_tinypkg
+from cog import BaseRunner
+
+
+class Runner(BaseRunner):
+    def run(self) -> str:
+        return cogserve_tinypkg.VALUE
+"""
 
 
 def env_root() -> pathlib.Path:
@@ -81,3 +97,178 @@ def test_env_for_a_package_that_does_not_exist_fails_with_uv_message_and_leaves_
     assert "No solution found" in result.stderr  # uv's own words
     assert result.stdout == ""
     assert leftovers() == []
+
+
+def _tiny_model(tmp: pathlib.Path, requirements: str) -> pathlib.Path:
+    """A model folder whose requirements name the tiny local package (copied next to it)."""
+    model = tmp / "model"
+    shutil.copytree(ENVS / "tinypkg_src", model / "src")
+    (model / "requirements.txt").write_text(requirements)
+    (model / "cog.yaml").write_text('build:\n  python_requirements: "requirements.txt"\n'
+                                    'run: "run.py:Runner"\n')
+    (model / "run.py").write_text(TINY_RUN)
+    return model
+
+
+def test_requirements_with_a_local_wheel_and_find_links_relative_to_the_model(tmp_path) -> None:
+    model = _tiny_model(tmp_path, "# a wheel built by the test, found in ./wheels\n"
+                                  "--find-links ./wheels\ncogserve-tinypkg==0.1.0\n")
+    subprocess.run([uv.find_uv_bin(), "build", "--wheel", "--out-dir", str(model / "wheels"),
+                    str(model / "src")], check=True, capture_output=True, timeout=120)
+    shutil.rmtree(model / "src")  # only the wheel is left to install from
+    result = cogserve("predict", model, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "tiny"
+    assert "Resolved" in result.stderr  # uv's progress, phase by phase, in the terminal
+    assert "Installed" in result.stderr
+
+
+def test_serve_reports_the_build_in_setup_logs_while_starting_then_serves(tmp_path) -> None:
+    """A build held open (the local source tree's backend waits for a gate file): health
+    answers STARTING with uv's output so far, predictions get 503; then it serves."""
+    gate = tmp_path / "gate"
+    model = _tiny_model(tmp_path, "./src\n")
+    with Server(model, env={"TINYPKG_GATE": str(gate)}, wait=None) as server:
+        health = _wait_for_log(server, "resolving, downloading and installing")
+        assert health["status"] == "STARTING"
+        assert "cogserve: creating the environment" in health["setup"]["logs"]
+        assert server.predict().status_code == 503
+        gate.touch()
+        health = server.wait_for("READY", timeout=120)
+        assert "Installed" in health["setup"]["logs"]
+        response = server.predict()
+        assert response.json()["output"] == "tiny", response.text
+    gate.unlink()  # a second start must not build (the backend would wait for the gate)
+    with Server(model, env={"TINYPKG_GATE": str(gate)}) as again:
+        assert "resolving" not in again.health()["setup"]["logs"]
+        assert again.predict().json()["output"] == "tiny"
+
+
+def test_a_server_stopped_during_a_build_leaves_nothing_in_the_cache(tmp_path) -> None:
+    gate = tmp_path / "gate"
+    model = _tiny_model(tmp_path, "# a build no test completes\n./src\n")
+    before = ready_envs()
+    with Server(model, env={"TINYPKG_GATE": str(gate)}, wait=None) as server:
+        _wait_for_log(server, "resolving, downloading and installing")
+        server.process.terminate()
+        assert server.process.wait(timeout=30) == 0
+    assert ready_envs() == before
+    assert leftovers() == []
+
+
+def _wait_for_log(server: Server, text: str, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            health = server.health()
+            if text in health["setup"]["logs"]:
+                return health
+        except Exception:  # not listening yet
+            pass
+        assert server.process.poll() is None, server.output()
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} never appeared in setup.logs\n{server.output()}")
+
+
+def test_serve_a_pinned_pydantic_model_returning_a_base_model_and_reuse_it() -> None:
+    with Server(ENVS / "pydantic_out", timeout=300) as server:
+        response = server.predict(n=3)
+        assert response.json()["output"] == {"pydantic": "2.9.2", "doubled": 6}, response.text
+        schema = server.client.get("/openapi.json").json()
+        assert set(schema["components"]["schemas"]["Output"]["properties"]) == {
+            "pydantic", "doubled"}
+    started = time.monotonic()
+    with Server(ENVS / "pydantic_out") as again:  # the environment is reused
+        assert "resolving" not in again.health()["setup"]["logs"]
+        assert again.predict(n=1).json()["output"]["doubled"] == 2
+    assert time.monotonic() - started < 300  # (the condition above is the real check)
+
+
+def test_two_models_with_conflicting_pins_each_see_their_own_version() -> None:
+    outputs = {}
+    for name in ("pillow10", "pillow11"):
+        with Server(ENVS / name, timeout=300) as server:
+            response = server.predict()
+            assert response.status_code == 200, response.text
+            outputs[name] = response.json()["output"]
+    assert outputs["pillow10"]["pillow"] == "10.4.0"
+    assert outputs["pillow11"]["pillow"].startswith("11.")
+    assert outputs["pillow10"]["prefix"] != outputs["pillow11"]["prefix"]
+    for output in outputs.values():
+        assert pathlib.Path(output["prefix"]).parent == env_root()
+        assert output["requests"] is True  # the Cog SDK's dependency, undeclared
+
+
+def test_a_package_that_does_not_exist_is_setup_failed_with_uv_message() -> None:
+    with Server(ENVS / "missing_pkg", wait="SETUP_FAILED", timeout=300) as server:
+        health = server.health()
+        assert health["setup"]["status"] == "failed"
+        logs = health["setup"]["logs"]
+        assert "could not build the model's environment" in logs
+        assert "cogserve-test-no-such-package-8e1f" in logs and "No solution found" in logs
+        assert server.client.get("/health-check").status_code == 200  # still answering
+        assert server.predict().status_code == 503
+    assert leftovers() == []
+
+
+def test_predict_and_schema_run_in_the_environment_and_no_env_opts_out() -> None:
+    result = cogserve("predict", ENVS / "pillow10", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["pillow"] == "10.4.0"
+    schema = cogserve("schema", ENVS / "pillow10", timeout=300)  # imports PIL: in the env
+    assert schema.returncode == 0, schema.stderr
+    assert "Output" in json.loads(schema.stdout)["components"]["schemas"]
+    for args, env in ((["--no-env"], {}), ([], {"COGSERVE_NO_ENV": "1"})):
+        own = cogserve("predict", ENVS / "pillow10", *args, env=env)
+        assert own.returncode == 1
+        assert "No module named 'PIL'" in own.stderr  # cogserve's own Python has no pillow
+
+
+def test_a_pin_that_conflicts_with_the_worker_names_both_requirements(tmp_path) -> None:
+    (tmp_path / "cog.yaml").write_text('build:\n  python_packages: ["orjson==3.9.0"]\n'
+                                       'run: "run.py:Runner"\n')
+    result = cogserve("env", tmp_path, timeout=300)
+    assert result.returncode == 1
+    assert ("the model's requirement 'orjson==3.9.0' conflicts with 'orjson>=3.10', which "
+            "cogserve's worker needs") in result.stderr
+    assert leftovers() == []
+
+
+def test_python_version_without_an_interpreter_falls_back_with_one_line(tmp_path) -> None:
+    (tmp_path / "cog.yaml").write_text('build:\n  python_version: "3.99"\n'
+                                       '  python_packages: ["pillow==10.4.0"]\n'
+                                       'run: "run.py:Runner"\n')
+    result = cogserve("env", tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("build.python_version 3.99: no such interpreter") == 1
+    assert "using cogserve's own Python" in result.stderr
+    cogserve("env", tmp_path, "--remove")
+
+
+def test_system_packages_are_checked_and_the_install_command_printed(tmp_path) -> None:
+    (tmp_path / "cog.yaml").write_text(
+        'build:\n  system_packages: ["coreutils", "cogserve-test-no-such-deb"]\n'
+        '  run: ["echo hi"]\n  cuda: "12.1"\nrun: "run.py:Runner"\n')
+    result = cogserve("env", tmp_path)
+    assert result.returncode == 0, result.stderr
+    if shutil.which("dpkg-query") is None:
+        pytest.skip("not a Debian system")
+    assert ("build.system_packages not installed: cogserve-test-no-such-deb; install them "
+            "with: ") in result.stderr
+    assert "apt-get install -y --no-install-recommends cogserve-test-no-such-deb\n" \
+        in result.stderr
+    assert "build.run is not run by cogserve: echo hi" in result.stderr
+    assert "declares no python_packages" in result.stderr and result.stdout == ""
+
+
+def test_the_key_follows_everything_that_decides_the_environment(tmp_path) -> None:
+    (tmp_path / "req.txt").write_text("pillow==10.4.0\n")
+    base = {"python_requirements": "req.txt", "python_version": "3.11"}
+    key = parse_build(tmp_path, base).key("0.1.0+a")
+    assert parse_build(tmp_path, {**base, "gpu": True}).key("0.1.0+a") == key
+    assert parse_build(tmp_path, base).key("0.1.0+b") != key  # another cogserve
+    assert parse_build(tmp_path, {**base, "python_version": "3.12"}).key("0.1.0+a") != key
+    (tmp_path / "req.txt").write_text("pillow==11.0.0\n")
+    assert parse_build(tmp_path, base).key("0.1.0+a") != key
+    with pytest.raises(Exception, match="only one of python_packages or python_requirements"):
+        parse_build(tmp_path, {**base, "python_packages": ["x"]})

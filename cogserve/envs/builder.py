@@ -14,7 +14,6 @@ failure raises `EnvBuildError` carrying uv's own message.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import pathlib
 import re
@@ -27,8 +26,6 @@ from collections.abc import Callable, Sequence
 from cogserve.envs import selfwheel
 from cogserve.envs.spec import COG_SDK_PACKAGES, BuildSpec, normalise, own_python_version
 from cogserve.envs.store import EnvStore
-
-log = logging.getLogger("cogserve")
 
 LineSink = Callable[[str], None]
 
@@ -59,7 +56,7 @@ async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None 
     process = await asyncio.create_subprocess_exec(
         *argv, cwd=cwd, env=_uv_env(), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,  # Ctrl-C reaches cogserve, which ends uv itself
+        start_new_session=True,  # Ctrl-C reaches cogserve only, which ends uv and its group
     )
     assert process.stdout is not None
     lines: list[str] = []
@@ -98,7 +95,6 @@ async def choose_interpreter(version: str | None, on_line: LineSink) -> str:
         why = "no such interpreter on this machine, and none is downloaded"
     message = (f"build.python_version {version}: {why}; using cogserve's own Python "
                f"{sys.version.split()[0]}")
-    log.warning("%s", message)
     on_line(f"cogserve: {message}\n")
     return own
 

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"removed {store.path(environment.key)}", file=sys.stderr)
         return 0
     try:
-        asyncio.run(environment.prepare(_to_stderr))
+        asyncio.run(environment.prepare(to_stderr))
     except EnvBuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -78,6 +78,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _to_stderr(line: str) -> None:
+def to_stderr(line: str) -> None:
     sys.stderr.write(line)
     sys.stderr.flush()

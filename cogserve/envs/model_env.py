@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
+import sys
 from typing import Any
 
 from cogserve.config import ModelConfig, env_flag
 from cogserve.envs import builder, selfwheel, system
 from cogserve.envs.builder import LineSink
 from cogserve.envs.spec import BuildSpec, parse_build
-from cogserve.envs.store import EnvStore
+from cogserve.envs.store import MARKER, EnvStore
 
 log = logging.getLogger("cogserve")
 
@@ -71,7 +72,13 @@ def build_spec(config: ModelConfig) -> BuildSpec:
 
 def for_model(config: ModelConfig, no_env: bool = False, rebuild: bool = False,
               **kwargs: Any) -> ModelEnvironment | None:
-    """The model's environment, or None: it declares no packages, or the user opted out."""
+    """The model's environment, or None: it declares no packages, or the user opted out.
+
+    None too inside a model environment (`cogserve schema` re-runs itself there): the
+    parent that started this process already checked cog.yaml and said what it had to.
+    """
+    if (pathlib.Path(sys.prefix) / MARKER).is_file():
+        return None
     spec = build_spec(config)
     system.warn_missing(spec)
     if not spec.needs_env:

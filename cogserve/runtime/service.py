@@ -9,6 +9,7 @@ arrives, before any response is written, so a sequential client never sees 409.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import os
@@ -17,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -37,6 +38,9 @@ from cogserve.runtime.store import (
 )
 from cogserve.runtime.supervisor import WorkerProcess, WorkerSpec, describe_exit
 from cogserve.validation import InputValidator
+
+if TYPE_CHECKING:
+    from cogserve.envs.model_env import ModelEnvironment
 
 log = logging.getLogger("cogserve")
 
@@ -65,6 +69,7 @@ class Settings:
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
     extra_env: dict[str, str] = field(default_factory=dict)
+    environment: ModelEnvironment | None = None  # the model's own packages (cogserve/envs)
 
     @classmethod
     def from_env(cls, config: ModelConfig, upload_url: str | None = None) -> Settings:
@@ -116,6 +121,7 @@ class Service:
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
         self.gate = False  # `cogserve predict`: the worker waits for "go" before setup()
+        self._building: asyncio.Task[None] | None = None  # the model's environment
 
     # ------------------------------------------------------------ lifecycle
 
@@ -126,15 +132,52 @@ class Service:
         self._setup_logs = []
         self.ready.clear()
         clear_folder(self.tmp_root)
+        environment = self.settings.environment
+        if environment is not None and environment.find_ready() is None:
+            # a build takes minutes: meanwhile health answers STARTING, uv's output goes
+            # to setup.logs, and the worker starts once the environment is ready
+            self._building = asyncio.get_running_loop().create_task(
+                self._build_then_launch(environment))
+            return
+        await self._launch()
+
+    async def _build_then_launch(self, environment: ModelEnvironment) -> None:
+        from cogserve.envs.builder import EnvBuildError
+
+        def progress(line: str) -> None:
+            self._setup_logs.append(line)
+            log.info("%s", line.rstrip())
+
+        try:
+            await environment.prepare(progress)
+        except Exception as exc:  # noqa: BLE001 - any failure must end STARTING
+            detail = str(exc) if isinstance(exc, EnvBuildError) else repr(exc)
+            if not isinstance(exc, EnvBuildError):
+                log.exception("building the model's environment failed")
+            self.fatal_reason = f"could not build the model's environment: {detail}"
+            self._setup_logs.append(f"cogserve: {self.fatal_reason}\n")
+            self.status = "SETUP_FAILED"
+            self._finish_setup("failed")
+            log.error("%s", self.fatal_reason)
+            return
+        if not self.shutting_down:
+            await self._launch()
+
+    async def _launch(self) -> None:
         # a train-only model (cog.yaml names only `train:`) runs its trainer as the model
         train_only = not self.config.predict_ref and bool(self.config.train_ref)
+        environment = self.settings.environment
+        env = {"TMPDIR": self.tmp_root, **self.settings.extra_env}
+        if environment is not None:
+            env.update(environment.worker_env())
         self.worker = WorkerProcess(
             WorkerSpec(ref=self.config.ref("train" if train_only else "predict"),
                        directory=str(self.config.directory),
                        mode=Mode.TRAIN if train_only else Mode.PREDICT,
                        train_ref=None if train_only else self.config.train_ref,
-                       env={"TMPDIR": self.tmp_root, **self.settings.extra_env},
-                       schema_only=self.gate),
+                       env=env,
+                       schema_only=self.gate,
+                       python=environment.python if environment else sys.executable),
             self._on_control, self._on_data, self._on_exit,
         )
         await self.worker.start()
@@ -144,6 +187,10 @@ class Service:
 
     async def stop(self) -> None:
         self.shutting_down = True
+        if self._building is not None and not self._building.done():
+            self._building.cancel()  # ends uv; the half-built environment is removed
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._building
         if self.worker is not None:
             await self.worker.stop()
         shutil.rmtree(self.tmp_root, ignore_errors=True)

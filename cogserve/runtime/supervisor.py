@@ -32,6 +32,7 @@ class WorkerSpec:
     train_ref: str | None = None
     schema_only: bool = False
     env: dict[str, str] | None = None
+    python: str = sys.executable  # a model environment's interpreter (cogserve/envs)
 
 
 def describe_exit(code: int | None) -> str:
@@ -76,7 +77,7 @@ class WorkerProcess:
             control_fd=control_child.fileno(), data_fd=data_child.fileno(),
         )).decode()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cogserve.worker"],
+            [self.spec.python, "-m", "cogserve.worker"],
             pass_fds=(control_child.fileno(), data_child.fileno()),
             env=env,
             stdin=subprocess.DEVNULL,
