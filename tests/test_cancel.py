@@ -42,7 +42,7 @@ def test_cancel_interrupts_run_and_the_worker_survives(serve, receiver, model, i
     hook = receiver()
     _start(server, hook, "c1", text="c1", **inputs)
     r = server.client.post("/predictions/c1/cancel")
-    assert r.status_code == 200 and r.json() == {}
+    assert r.status_code == 200 and r.json()["status"] == "canceled"  # answered once ended
     final = _canceled(hook)
     assert "cleanup c1" in final["logs"]  # the model saw the exception and cleaned up
     assert "end c1" not in final["logs"]
@@ -166,3 +166,21 @@ def test_cancel_right_after_create_is_honoured(serve, receiver, model):
         server.wait_for("READY")
     assert server.worker_pids() == [worker]
     assert server.predict(text="next").json()["output"] == "NEXT"
+
+
+def test_a_cancel_answer_tells_how_the_prediction_really_ended(serve):
+    """A cancel races the result: its answer carries the final state, whichever won."""
+    server = serve("cancel_sync")
+    outcomes = set()
+    for i in range(40):
+        pid = f"race-{i}"
+        started = server.client.put(f"/predictions/{pid}", headers={"Prefer": "respond-async"},
+                                    json={"input": {"sleep": (i % 8) * 0.001}})
+        assert started.status_code == 202
+        answer = server.client.post(f"/predictions/{pid}/cancel")
+        assert answer.status_code == 200
+        final = server.client.get(f"/predictions/{pid}").json()
+        assert final["status"] in ("succeeded", "canceled")
+        assert answer.json()["status"] == final["status"], (answer.json(), final)
+        outcomes.add(final["status"])
+    assert "canceled" in outcomes

@@ -9,6 +9,7 @@ order of refusals follows the reference: 503 while not ready, 422 for bad input
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +21,7 @@ from cogserve.runtime.service import Service, ServiceError, generate_id
 from cogserve.runtime.store import Finished
 from cogserve.validation import show as _show
 
+CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
 DISCONNECT_WATCH_DELAY = 0.005  # seconds a sync prediction runs before its client is watched
 WEBHOOK_EVENTS = frozenset({"start", "output", "logs", "completed"})
 _ID = re.compile(r"^[^/]{1,256}$")
@@ -169,12 +171,28 @@ class CogRoutes:
 
     async def cancel(self, scope: dict[str, Any], receive: Any, send: Any,
                      prediction_id: str, mode: str = "predict") -> None:
-        """200 for a running id (every time) and for a recently finished one (a no-op)."""
-        if not self.service.cancel(prediction_id):
-            if self.service.recent.get(prediction_id, _kind(mode)) is None:
-                raise HTTPError(404, {"error": f"No {_kind(mode)} with id {prediction_id!r} is "
-                                               "running or recently finished"})
-        await send_json(send, 200, {})
+        """200 for a running id (every time) and for a recently finished one (a no-op).
+
+        The answer waits until the prediction has ended and carries its final state, so
+        it tells the truth: `status` is `canceled`, or `succeeded`/`failed` when the
+        prediction finished before the cancel reached it (a cancel can race the result
+        frame already on its way). The wait is bounded: a run() that ignores the cancel
+        has its worker stopped after COGSERVE_CANCEL_TIMEOUT.
+        """
+        kind = _kind(mode)
+        running = self.service.predictions.get(prediction_id)
+        if self.service.cancel(prediction_id) and running is not None:
+            bound = self.service.settings.cancel_timeout + CANCEL_SETTLE_MARGIN
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(running.done), bound)
+        finished = self.service.recent.get(prediction_id, kind)
+        if finished is not None:
+            await send_json(send, 200, finished.body)
+        elif running is not None:  # still ending (past the bound): its state as it is now
+            await send_json(send, 200, running.to_dict())
+        else:
+            raise HTTPError(404, {"error": f"No {kind} with id {prediction_id!r} is "
+                                           "running or recently finished"})
 
     async def get(self, scope: dict[str, Any], receive: Any, send: Any,
                   prediction_id: str, mode: str = "predict") -> None:
