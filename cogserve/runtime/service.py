@@ -61,6 +61,7 @@ class Settings:
     concurrency: int | None = None
     setup_timeout: float | None = None
     cancel_timeout: float = 5.0
+    drain_timeout: float = 10.0  # seconds in-flight predictions get at shutdown
     healthcheck_timeout: float = 5.0
     upload_url: str | None = None
     model_name: str | None = None
@@ -79,6 +80,7 @@ class Settings:
             concurrency=env_int("COG_MAX_CONCURRENCY", None) or config.concurrency,
             setup_timeout=setup_timeout if setup_timeout else None,
             cancel_timeout=env_float("COGSERVE_CANCEL_TIMEOUT", 5.0) or 5.0,
+            drain_timeout=_non_negative(env_float("COGSERVE_DRAIN_TIMEOUT", 10.0), 10.0),
             healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
             upload_url=upload_url,
             stream_history=capacity_from(env.get("COG_STREAM_HISTORY_CAPACITY")),
@@ -196,13 +198,41 @@ class Service:
         shutil.rmtree(self.tmp_root, ignore_errors=True)
 
     async def drain(self) -> None:
-        """Wait until every in-flight prediction has finished."""
-        while self.predictions:
-            await asyncio.gather(*(p.done for p in list(self.predictions.values())),
-                                 return_exceptions=True)
-            await asyncio.sleep(0)
+        """Let in-flight predictions finish, within bounds, then run the on_drain hooks.
+
+        Predictions get `drain_timeout` seconds; those still running are then canceled,
+        and those that outlive `cancel_timeout` too are failed and the worker is killed.
+        So a shutdown takes at most drain_timeout + cancel_timeout (+ the webhook drain),
+        which must fit in the orchestrator's grace period (Kubernetes:
+        terminationGracePeriodSeconds, default 30 s, after which it sends SIGKILL).
+        """
+        if not await self._settled(self.settings.drain_timeout):
+            running = list(self.predictions.values())
+            log.warning("drain timeout (%gs, COGSERVE_DRAIN_TIMEOUT): canceling %d "
+                        "predictions still running", self.settings.drain_timeout, len(running))
+            for prediction in running:
+                self.cancel(prediction.id)
+            if not await self._settled(self.settings.cancel_timeout):
+                for prediction in list(self.predictions.values()):
+                    self._complete(prediction, "failed", "prediction failed: the server shut "
+                                   "down before it finished (it ignored the cancel that "
+                                   "followed the drain timeout)")
+                if self.worker is not None:
+                    self.worker.kill()
         for hook in self.on_drain:
             await hook()
+
+    async def _settled(self, timeout: float) -> bool:
+        """Wait until no prediction is in flight; False if `timeout` seconds pass first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.predictions:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await asyncio.wait([p.done for p in list(self.predictions.values())],
+                               timeout=remaining)
+        return True
 
     def _setup_timed_out(self) -> None:
         if self.status == "STARTING":
@@ -543,6 +573,10 @@ class Service:
         if result.get("status") != UserHealth.HEALTHY:
             return result.get("error") or "user healthcheck failed"
         return None
+
+
+def _non_negative(value: float | None, default: float) -> float:
+    return default if value is None or value < 0 else value
 
 
 def clear_folder(folder: str) -> None:
