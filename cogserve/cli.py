@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> None:
                        help="ignore SIGTERM; exit only on POST /shutdown")
     serve.add_argument("--max-body-bytes", type=int,
                        default=int(os.environ.get("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024)))
+    serve.add_argument("--no-playground", dest="playground", action="store_false",
+                       help="do not serve the browser playground at /docs")
 
     for name, help_text in (("predict", "run one prediction"), ("run", "same as predict"),
                             ("train", "run one training")):
@@ -129,6 +131,7 @@ def _serve(args: argparse.Namespace) -> None:
     settings.model_name = args.model_name
     settings.model_version = args.model_version
     settings.environment = model_env.for_model(config, args.no_env)
+    settings.playground = args.playground
     uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
         os.environ.get("COG_LOG_LEVEL", "").upper(), "warning")
     server.run(config, settings, args.host, args.port,

@@ -1,4 +1,4 @@
-"""Attach optional front-end features to the app: webhooks, SSE streaming, the V2 protocol.
+"""Attach optional front-end features to the app: webhooks, SSE, V2, the playground.
 
 Each feature lives in its own module and registers itself here, so `app.py` stays a
 router and the hot path pays nothing for features a request does not use.
@@ -16,6 +16,8 @@ def install(app: Any) -> None:
     _install_webhooks(app)
     _install_sse(app)
     _install_v2(app)
+    if app.service.settings.playground:
+        _install_playground(app)
 
 
 def _install_webhooks(app: Any) -> None:
@@ -38,3 +40,10 @@ def _install_v2(app: Any) -> None:
     from cogserve.v2.routes import V2Routes
 
     app.mounts.append(("/v2", V2Routes(app.service, app.cog.max_body)))
+
+
+def _install_playground(app: Any) -> None:
+    """The browser playground at /docs and /playground (off with --no-playground)."""
+    from cogserve.http import playground
+
+    playground.install(app)

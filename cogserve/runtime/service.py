@@ -69,6 +69,7 @@ class Settings:
     stream_history: int = DEFAULT_CAPACITY  # SSE replay buffer, in events
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
+    playground: bool = True  # the browser page at /docs (--no-playground)
     extra_env: dict[str, str] = field(default_factory=dict)
     environment: ModelEnvironment | None = None  # the model's own packages (cogserve/envs)
 

@@ -1,0 +1,92 @@
+"""The browser playground at /docs and /playground, served by cogserve itself.
+
+`GET /` advertises `docs_url: /docs`; people would rather click than write curl, and a
+playground on the same port needs nothing else installed or started. The page is plain
+HTML, CSS and JavaScript shipped inside the package (`cogserve/playground/`, no build
+step) and builds everything it shows from the API itself (`/openapi.json`,
+`/health-check`, `/predictions`, `/v2`), so it works offline. The files are read once
+when the app is built; `--no-playground` leaves the routes out.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import orjson
+
+from cogserve.http.responses import HTTPError
+
+ASSET_PREFIX = "/docs/"
+PAGES = ("/docs", "/playground")
+_TYPES = {
+    "index.html": b"text/html; charset=utf-8",
+    "playground.css": b"text/css; charset=utf-8",
+    "playground.js": b"text/javascript; charset=utf-8",
+}
+# The page talks only to this server; outputs may be images, audio or video at an upload
+# URL elsewhere, which the browser may show but never fetch from script.
+_CSP = (b"default-src 'self'; img-src * data: blob:; media-src * data: blob:; "
+        b"connect-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
+        b"base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
+
+
+def load_assets() -> dict[str, bytes]:
+    """The shipped files, by name (a missing one is a packaging error: fail at start)."""
+    folder = resources.files("cogserve") / "playground"
+    return {name: (folder / name).read_bytes() for name in _TYPES}
+
+
+class Playground:
+    """The page, its two static assets and `/docs/playground.json` (what the schema lacks)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.assets = load_assets()
+
+    async def page(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await _send(send, "index.html", self.assets["index.html"])
+
+    async def asset(self, scope: dict[str, Any], receive: Any, send: Any,
+                    rest: str, method: str) -> None:
+        if method not in ("GET", "HEAD"):
+            raise HTTPError(405, {"error": "Method Not Allowed"}, [(b"allow", b"GET, HEAD")])
+        if rest == "playground.json":
+            await _send(send, "playground.json", orjson.dumps(self.settings()))
+            return
+        body = self.assets.get(rest) if rest != "index.html" else None
+        if body is None:
+            raise HTTPError(404, {"error": "Not Found"})
+        await _send(send, rest, body)
+
+    def settings(self) -> dict[str, Any]:
+        """Facts about the server that /openapi.json does not carry."""
+        from cogserve.v2.routes import model_name
+
+        service = self.app.service
+        return {
+            "model_name": model_name(service),
+            "model_version": service.settings.model_version,
+            "max_body_bytes": self.app.cog.max_body,
+        }
+
+
+async def _send(send: Any, name: str, body: bytes) -> None:
+    headers = [
+        (b"content-type", _TYPES.get(name, b"application/json")),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-cache"),  # a cogserve upgrade must not show a stale page
+        (b"x-content-type-options", b"nosniff"),
+    ]
+    if name == "index.html":
+        headers.append((b"content-security-policy", _CSP))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def install(app: Any) -> None:
+    """Register the page under /docs and /playground, and its files under /docs/."""
+    playground = Playground(app)
+    for path in PAGES:
+        app.exact[path] = {"GET": playground.page}
+    app.prefixed.append((ASSET_PREFIX, playground.asset))
