@@ -123,8 +123,9 @@ function typeLabel(s, doc) {
 class FieldError extends Error {}
 
 class Field {
-  constructor(name, schema, required, doc, config) {
+  constructor(name, schema, required, doc, config, idPrefix) {
     this.name = name;
+    this.idPrefix = idPrefix; // ids stay unique with a prediction and a training form
     this.schema = schema;
     this.required = required;
     this.doc = doc;
@@ -137,7 +138,7 @@ class Field {
 
   build() {
     const s = this.schema;
-    const id = `in-${this.name}`;
+    const id = `${this.idPrefix}${this.name}`;
     const badges = h("span", { class: "badges" },
       h("span", { class: "type", text: typeLabel(s, this.doc) }),
       this.required ? h("span", { class: "pill required", text: "required" }) : null,
@@ -591,6 +592,7 @@ const recentListeners = [];
 class RunPanel {
   constructor({ kind, base, inputRef, outputRef, streaming, doc, config }) {
     this.kind = kind; // "prediction" | "training"
+    this.idPrefix = kind === "training" ? "train-" : "in-";
     this.base = base; // "predictions" | "trainings"
     this.doc = doc;
     this.config = config;
@@ -599,7 +601,8 @@ class RunPanel {
     const required = new Set(inputs.required || []);
     this.fields = Object.entries(inputs.properties || {})
       .sort(([, a], [, b]) => (a["x-order"] ?? 0) - (b["x-order"] ?? 0))
-      .map(([name, schema]) => new Field(name, resolve(schema, doc), required.has(name), doc, config));
+      .map(([name, schema]) => new Field(name, resolve(schema, doc), required.has(name), doc,
+                                         config, this.idPrefix));
     this.view = new OutputView({ $ref: outputRef }, doc);
     this.form = h("form", { class: "fields", novalidate: true }, this.fields.map((f) => f.el));
     this.form.addEventListener("submit", (e) => { e.preventDefault(); this.run(); });
@@ -635,7 +638,8 @@ class RunPanel {
 
   resetForm() {
     for (const field of this.fields) {
-      const fresh = new Field(field.name, field.schema, field.required, this.doc, this.config);
+      const fresh = new Field(field.name, field.schema, field.required, this.doc, this.config,
+                              this.idPrefix);
       field.el.replaceWith(fresh.el);
       this.fields[this.fields.indexOf(field)] = fresh;
     }
@@ -846,7 +850,8 @@ class RunPanel {
 // ------------------------------------------------------------------ the V2 tab (tensor models)
 
 class V2Panel {
-  constructor(config) {
+  constructor(config, required) {
+    this.required = required; // from the Input schema: V2 metadata does not say
     const version = config.model_version ? `/versions/${encodeURIComponent(config.model_version)}` : "";
     this.base = `v2/models/${encodeURIComponent(config.model_name)}${version}`;
     this.meta = h("pre", { class: "json", text: "loading…" });
@@ -876,18 +881,20 @@ class V2Panel {
     if (!response.ok) return;
     this.rows = (answer.inputs || []).map((spec) => {
       const shape = h("input", { value: spec.shape.map((d) => (d < 0 ? 1 : d)).join(", "),
-                                 "aria-label": `${spec.name} shape` });
+                                 "aria-label": `${spec.name} shape`, title: "shape" });
       const count = spec.shape.reduce((a, d) => a * (d < 0 ? 1 : d), 1);
       const example = spec.datatype === "BYTES" ? [] : spec.datatype === "BOOL"
         ? Array(count).fill(false) : Array(count).fill(0);
-      const data = h("textarea", { class: "code", rows: "2", "aria-label": `${spec.name} data` });
-      data.value = spec.optional ? "" : JSON.stringify(example);
+      const data = h("textarea", { class: "code", rows: "1", "aria-label": `${spec.name} data`,
+                                   placeholder: "data, e.g. [1, 2]" });
+      const needed = this.required.has(spec.name);
+      data.value = needed ? JSON.stringify(example) : "";
       return { spec, shape, data, el: h("div", { class: "field" },
         h("label", { class: "label" }, h("span", { class: "name", text: spec.name }),
           h("span", { class: "badges" }, h("span", { class: "type", text: spec.datatype }),
-            spec.optional ? null : h("span", { class: "pill required", text: "required" }))),
+            needed ? h("span", { class: "pill required", text: "required" }) : null)),
         h("div", { class: "facts", text: `shape ${JSON.stringify(spec.shape)} · data as a flat JSON array; empty leaves it out` }),
-        h("div", { class: "row" }, shape), data) };
+        h("div", { class: "tensor-row" }, shape, data)) };
     });
     this.inputs.replaceChildren(...this.rows.map((r) => r.el));
   }
@@ -918,7 +925,7 @@ class V2Panel {
       this.result.replaceChildren();
       return;
     }
-    this.result.replaceChildren(h("table", { class: "metrics" },
+    this.result.replaceChildren(h("table", { class: "metrics tensors" },
       h("tr", {}, ["output", "datatype", "shape", "data"].map((t) => h("th", { text: t }))),
       (answer.outputs || []).map((o) => h("tr", {}, h("td", { text: o.name }),
         h("td", { text: o.datatype }), h("td", { text: JSON.stringify(o.shape) }),
@@ -1032,7 +1039,10 @@ async function main() {
   }
   const tensors = Object.values((schemas.Input && schemas.Input.properties) || {})
     .some((p) => p["x-cogserve-tensor"]);
-  if (tensors) tabs.push({ title: "V2 tensors", panel: new V2Panel(config) });
+  if (tensors) {
+    tabs.push({ title: "V2 tensors",
+                panel: new V2Panel(config, new Set(schemas.Input.required || [])) });
+  }
   showTabs(tabs);
   document.body.dataset.ready = "true"; // the form is built (tests wait for this)
 }

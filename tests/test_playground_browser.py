@@ -1,0 +1,296 @@
+"""The playground at /docs in a real headless Chromium, against real servers.
+
+Debian's `chromium` (scripts/test installs it) driven by `playwright`; no browser is
+downloaded. One browser for the module, a fresh context (storage, routes) per test, one
+server per model shared by the tests that use it.
+
+Screenshots go to the test's temporary folder; with COGSERVE_PLAYGROUND_SCREENSHOTS=DIR
+(scripts/playground-screenshots sets it to docs/images) they are copied there too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from harness import Server
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+SCREENSHOTS = "COGSERVE_PLAYGROUND_SCREENSHOTS"
+WAIT_MS = 20_000  # a ceiling for conditions, never a pass/fail timing
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: scripts/test installs Debian's chromium")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _server(model: str) -> Callable[[], Iterator[Server]]:
+    def fixture() -> Iterator[Server]:
+        with Server(model) as server:
+            yield server
+    return fixture
+
+
+inputs_server = pytest.fixture(scope="module")(_server("contract/inputs"))
+image_server = pytest.fixture(scope="module")(_server("playground_image"))
+stream_server = pytest.fixture(scope="module")(_server("stream"))
+cancel_server = pytest.fixture(scope="module")(_server("cancel_sync"))
+
+
+@pytest.fixture
+def open_page(browser: Any) -> Iterator[Callable[..., Any]]:
+    """`open_page(server, **context options)`: /docs loaded and its form built.
+
+    Any uncaught error in the page's script fails the test.
+    """
+    contexts: list[Any] = []
+    errors: list[str] = []
+
+    def start(server: Server, path: str = "/docs", route: Any = None, **options: Any) -> Any:
+        context = browser.new_context(viewport=options.pop("viewport",
+                                                           {"width": 1280, "height": 900}),
+                                      **options)
+        contexts.append(context)
+        if route is not None:
+            context.route("**/*", route)
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(server.url + path)
+        page.wait_for_selector("body[data-ready=true]")
+        return page
+
+    yield start
+    for context in contexts:
+        context.close()
+    assert not errors, f"the page's script failed: {errors}"
+
+
+def screenshot(page: Any, tmp_path: pathlib.Path, name: str) -> None:
+    path = tmp_path / name
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    target = os.environ.get(SCREENSHOTS)
+    if target:
+        shutil.copy(path, pathlib.Path(target) / name)
+
+
+def field(page: Any, name: str) -> Any:
+    return page.locator(f'[data-field="{name}"]')
+
+
+def status(page: Any) -> Any:
+    return page.get_by_test_id("status")
+
+
+def output_text(page: Any) -> str:
+    return page.get_by_test_id("output").inner_text()
+
+
+def test_many_inputs_are_filled_sent_and_shown(open_page: Any, inputs_server: Server,
+                                               tmp_path: pathlib.Path) -> None:
+    page = open_page(inputs_server)
+    page.fill("#in-text", "hello")
+    page.fill("#in-count", "7")
+    page.check("#in-flag")
+    page.fill("#in-token", "s3cret")
+    page.fill("#in-words", "x\ny")
+    page.fill("#in-numbers", "1\n2")
+    page.fill("#in-extra", '{"k": [1, 2]}')
+    page.fill("#in-either", '["p", "q"]')
+    page.select_option("#in-color", label="blue")
+    page.select_option("#in-size", label="3")
+    page.fill("#in-maybe", "two\nlines")
+    page.set_input_files("#in-image", files=[{"name": "note.txt", "mimeType": "text/plain",
+                                              "buffer": b"file body"}])
+    page.get_by_text("note.txt").wait_for()  # read into a data URL
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(".status.succeeded")
+
+    received = json.loads(page.locator(".output pre.json").inner_text())
+    values = {name: entry["value"] for name, entry in received.items()}
+    assert values["text"] == "hello"
+    assert values["count"] == 7
+    assert values["flag"] is True
+    assert values["token"] == {"secret": "**********", "value": "s3cret"}
+    assert values["words"] == ["x", "y"]
+    assert values["numbers"] == [1, 2]
+    assert values["extra"] == {"k": [1, 2]}
+    assert values["either"] == ["p", "q"]
+    assert values["color"] == "blue" and values["size"] == 3
+    assert values["maybe"] == "two\nlines"
+    assert values["image"] == {"path": True, "content": "file body"}
+    assert values["plain"] == 7 and values["mode"] == "fast"  # defaults, as shown
+    # the marks the form shows: required, deprecated, a masked secret
+    assert "required" in field(page, "text").inner_text()
+    assert "deprecated" in field(page, "old").inner_text()
+    assert page.get_attribute("#in-token", "type") == "password"
+    # the request as curl is the one that was sent; the run is listed under Recent
+    curl = page.get_by_test_id("curl").text_content()
+    ident = page.locator(".ident").inner_text()
+    assert f"-X PUT '{inputs_server.url}/predictions/{ident}'" in curl
+    assert '"text":"hello"' in curl
+    assert ident in page.get_by_test_id("recent").inner_text()
+    assert "predict_time" in page.get_by_test_id("metrics").inner_text()
+    screenshot(page, tmp_path, "playground-inputs.png")
+
+
+def test_validation_errors_appear_at_their_fields(open_page: Any, inputs_server: Server) -> None:
+    page = open_page(inputs_server)
+    # caught in the page: nothing is sent
+    page.fill("#in-text", "abc")
+    page.fill("#in-numbers", "1\nseven")
+    page.get_by_role("button", name="Run").click()
+    assert "line 2" in field(page, "numbers").locator(".field-error").inner_text()
+    assert status(page).inner_text() == "idle"
+    # refused by the server (422): each message at its own field
+    page.fill("#in-numbers", "")
+    page.fill("#in-text", "ABC")
+    page.fill("#in-count", "99")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(".status.invalid")
+    text_error = field(page, "text").locator(".field-error").inner_text()
+    count_error = field(page, "count").locator(".field-error").inner_text()
+    assert "match" in text_error.lower() or "pattern" in text_error.lower(), text_error
+    assert "10" in count_error, count_error
+    assert field(page, "count").get_attribute("class") == "field invalid"
+    assert field(page, "flag").locator(".field-error").inner_text() == ""
+
+
+def test_an_image_output_is_shown_as_an_image(open_page: Any, image_server: Server,
+                                              tmp_path: pathlib.Path) -> None:
+    page = open_page(image_server, color_scheme="dark")
+    page.select_option("#in-color", label="teal")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(".status.succeeded")
+    image = page.locator(".output img")
+    # decoded by the browser: a real picture of the asked size, not a broken icon
+    assert image.evaluate("img => img.complete && img.naturalWidth") == 320
+    assert image.get_attribute("src").startswith("data:image/png;base64,")
+    assert page.locator(".output a[download]").get_attribute("download") == "output.png"
+    assert "drawing 320x180 teal" in page.get_by_test_id("logs").inner_text()
+    screenshot(page, tmp_path, "playground-image.png")
+
+
+def test_a_streaming_model_shows_tokens_before_the_end(open_page: Any, stream_server: Server,
+                                                       tmp_path: pathlib.Path) -> None:
+    gate = tmp_path / "gate"
+    page = open_page(stream_server)
+    assert page.locator("select.mode").input_value() == "stream"
+    page.fill("#in-n", "3")
+    page.fill("#in-gate", str(gate))  # token 1 waits for this file
+    page.get_by_role("button", name="Run").click()
+    page.get_by_test_id("output").get_by_text("tok0").wait_for()
+    # an intermediate state: token 0 is on the page while the model is held before token 1
+    assert status(page).inner_text() == "processing"
+    assert "tok1" not in output_text(page)
+    assert "log line 0" in page.get_by_test_id("logs").inner_text()
+    gate.write_text("go")
+    page.wait_for_selector(".status.succeeded")
+    assert [line.strip() for line in output_text(page).splitlines()] == ["tok0", "tok1", "tok2"]
+    assert "log line 2" in page.get_by_test_id("logs").inner_text()
+    assert "Accept: text/event-stream" in page.get_by_test_id("curl").text_content()
+
+
+def test_cancel_stops_a_running_prediction(open_page: Any, cancel_server: Server) -> None:
+    page = open_page(cancel_server)
+    page.fill("#in-sleep", "60")
+    page.fill("#in-text", "stop-me")
+    page.get_by_role("button", name="Run").click()
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while cancel_server.health()["status"] != "BUSY":  # the model is inside run()
+        assert time.monotonic() < deadline, "the prediction never started"
+        time.sleep(0.05)
+    page.get_by_role("button", name="Cancel").click()
+    page.wait_for_selector(".status.canceled")
+    assert "cleanup stop-me" in page.get_by_test_id("logs").inner_text()
+    assert page.get_by_role("button", name="Run").is_enabled()
+    assert cancel_server.wait_for("READY")["status"] == "READY"
+
+
+def test_the_page_needs_nothing_but_the_server(open_page: Any, inputs_server: Server) -> None:
+    blocked: list[str] = []
+
+    def only_the_server(route: Any) -> None:
+        if route.request.url.startswith(inputs_server.url + "/"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    page = open_page(inputs_server, route=only_the_server)
+    page.fill("#in-text", "offline")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(".status.succeeded")
+    assert blocked == []
+    # the block is live: a request elsewhere is seen, refused, and the page still works
+    page.evaluate("""() => { const img = new Image(); img.src = "http://192.0.2.1/probe.png";
+                             document.body.append(img); }""")
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not blocked and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert blocked == ["http://192.0.2.1/probe.png"]
+
+
+def test_narrow_screen_and_dark_mode(open_page: Any, inputs_server: Server) -> None:
+    page = open_page(inputs_server, viewport={"width": 390, "height": 844},
+                     color_scheme="light", path="/playground")
+    # nothing wider than the phone: no sideways scrolling, output below the form
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    form_box = page.locator(".input-card").bounding_box()
+    output_box = page.locator(".output-card").bounding_box()
+    assert output_box["y"] > form_box["y"] + form_box["height"] - 1
+    light = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    page.click("#theme")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert light != dark
+    page.reload()  # the choice is kept
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == dark
+
+
+def test_trainings_have_their_own_tab(open_page: Any) -> None:
+    with Server("trainings_mixed") as server:
+        page = open_page(server)
+        page.get_by_role("tab", name="Training").click()
+        panel = page.locator(".panel:visible")
+        panel.locator("#train-text").fill("weights")
+        panel.get_by_role("button", name="Run").click()
+        panel.locator(".status.succeeded").wait_for()
+        assert "base trained weights" in panel.get_by_test_id("output").inner_text()
+        assert "/trainings/" in panel.get_by_test_id("curl").text_content()
+
+
+def test_tensor_models_get_a_v2_panel(open_page: Any) -> None:
+    pytest.importorskip("numpy")
+    with Server("v2_echo") as server:
+        page = open_page(server)
+        page.get_by_role("tab", name="V2 tensors").click()
+        panel = page.locator(".panel:visible")
+        panel.get_by_label("FP32 data").wait_for()  # built from GET /v2/models/echo-tensors
+        metadata = json.loads(panel.locator("pre.json").inner_text())
+        assert metadata["name"] == "echo-tensors" and metadata["platform"] == "python_cogserve"
+        panel.get_by_label("FP32 data").fill("[1.5, 2.5]")
+        panel.get_by_label("FP32 shape").fill("2")
+        panel.get_by_role("button", name="Infer").click()
+        panel.get_by_test_id("v2-output").get_by_text("FP32:float32:[2]").wait_for()
+        assert "[1.5,2.5]" in panel.get_by_test_id("v2-output").inner_text()
