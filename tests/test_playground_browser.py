@@ -199,10 +199,10 @@ def test_a_streaming_model_shows_tokens_before_the_end(open_page: Any, stream_se
     page.fill("#in-gate", str(gate))  # token 1 waits for this file
     page.get_by_role("button", name="Run").click()
     page.get_by_test_id("output").get_by_text("tok0").wait_for()
+    page.get_by_test_id("logs").get_by_text("log line 0").wait_for()
     # an intermediate state: token 0 is on the page while the model is held before token 1
     assert status(page).inner_text() == "processing"
     assert "tok1" not in output_text(page)
-    assert "log line 0" in page.get_by_test_id("logs").inner_text()
     gate.write_text("go")
     page.wait_for_selector(".status.succeeded")
     assert [line.strip() for line in output_text(page).splitlines()] == ["tok0", "tok1", "tok2"]
@@ -294,3 +294,32 @@ def test_tensor_models_get_a_v2_panel(open_page: Any) -> None:
         panel.get_by_role("button", name="Infer").click()
         panel.get_by_test_id("v2-output").get_by_text("FP32:float32:[2]").wait_for()
         assert "[1.5,2.5]" in panel.get_by_test_id("v2-output").inner_text()
+
+
+def test_async_runs_update_by_polling_and_reopen_from_recent(
+        open_page: Any, stream_server: Server, tmp_path: pathlib.Path) -> None:
+    gate = tmp_path / "gate"
+    page = open_page(stream_server)
+    page.select_option("select.mode", "async")
+    page.fill("#in-n", "2")
+    page.fill("#in-gate", str(gate))
+    page.get_by_role("button", name="Run").click()
+    # polled while the model is held before token 1: status, logs and output so far
+    page.get_by_test_id("output").get_by_text("tok0").wait_for()
+    page.get_by_test_id("logs").get_by_text("log line 0").wait_for()
+    assert status(page).inner_text() == "processing"
+    assert "tok1" not in output_text(page)
+    assert "Prefer: respond-async" in page.get_by_test_id("curl").text_content()
+    ident = page.locator(".ident").inner_text()
+    gate.write_text("go")
+    page.wait_for_selector(".status.succeeded")
+    assert "tok1" in output_text(page)
+    # a new page load knows it from this browser's list, and reads it back with GET
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    assert status(page).inner_text() == "idle"
+    page.get_by_test_id("recent").get_by_text(ident).click()
+    page.wait_for_selector(".status.succeeded")
+    assert page.locator(".ident").inner_text() == ident
+    assert "tok0" in output_text(page) and "tok1" in output_text(page)
+    assert "log line 1" in page.get_by_test_id("logs").inner_text()
