@@ -41,14 +41,15 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-def _server(model: str) -> Callable[[], Iterator[Server]]:
+def _server(model: str, *args: str) -> Callable[[], Iterator[Server]]:
     def fixture() -> Iterator[Server]:
-        with Server(model) as server:
+        with Server(model, *args) as server:
             yield server
     return fixture
 
 
-inputs_server = pytest.fixture(scope="module")(_server("contract/inputs"))
+inputs_server = pytest.fixture(scope="module")(_server("contract/inputs", "--max-body-bytes",
+                                                       "65536"))
 image_server = pytest.fixture(scope="module")(_server("playground_image"))
 stream_server = pytest.fixture(scope="module")(_server("stream"))
 cancel_server = pytest.fixture(scope="module")(_server("cancel_sync"))
@@ -197,12 +198,15 @@ def test_a_streaming_model_shows_tokens_before_the_end(open_page: Any, stream_se
     assert page.locator("select.mode").input_value() == "stream"
     page.fill("#in-n", "3")
     page.fill("#in-gate", str(gate))  # token 1 waits for this file
+    page.check("#in-metric")  # tokens += 1 before each token
     page.get_by_role("button", name="Run").click()
     page.get_by_test_id("output").get_by_text("tok0").wait_for()
     page.get_by_test_id("logs").get_by_text("log line 0").wait_for()
+    page.get_by_test_id("metrics").get_by_text("tokens").wait_for()
     # an intermediate state: token 0 is on the page while the model is held before token 1
     assert status(page).inner_text() == "processing"
     assert "tok1" not in output_text(page)
+    assert page.get_by_test_id("metrics").inner_text().split() == ["tokens", "1"]
     gate.write_text("go")
     page.wait_for_selector(".status.succeeded")
     assert [line.strip() for line in output_text(page).splitlines()] == ["tok0", "tok1", "tok2"]
@@ -323,3 +327,34 @@ def test_async_runs_update_by_polling_and_reopen_from_recent(
     assert page.locator(".ident").inner_text() == ident
     assert "tok0" in output_text(page) and "tok1" in output_text(page)
     assert "log line 1" in page.get_by_test_id("logs").inner_text()
+
+
+def test_files_can_be_dropped_and_too_large_ones_are_flagged(open_page: Any,
+                                                             inputs_server: Server) -> None:
+    page = open_page(inputs_server)  # this server takes request bodies up to 64 KiB
+    page.evaluate("""() => {
+        const data = new DataTransfer();
+        data.items.add(new File(["dropped body"], "dropped.txt", {type: "text/plain"}));
+        data.items.add(new File(["x".repeat(70000)], "big.bin"));
+        document.querySelector('[data-field="files"] .drop').dispatchEvent(
+            new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""")
+    files = field(page, "files")
+    big = files.locator(".file", has_text="big.bin")
+    assert "too large" in big.locator(".warn").inner_text()
+    assert files.locator(".file", has_text="dropped.txt").locator(".warn").count() == 0
+    big.get_by_role("button", name="remove big.bin").click()
+    page.fill("#in-text", "dropped")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(".status.succeeded")
+    received = json.loads(page.locator(".output pre.json").inner_text())
+    assert received["files"]["value"] == ["dropped body"]
+
+
+def test_a_failed_setup_is_shown_with_its_logs(open_page: Any) -> None:
+    with Server("setup_fails", wait="SETUP_FAILED") as server:
+        page = open_page(server)
+        assert page.locator("#health").inner_text() == "SETUP_FAILED"
+        notice = page.locator("#notice")
+        assert "setup() failed" in notice.inner_text()
+        assert "setup exploded" in notice.locator("pre").inner_text()

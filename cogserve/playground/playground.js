@@ -300,12 +300,14 @@ class Field {
     this.fileList.replaceChildren();
     const limit = this.config.max_body_bytes;
     for (const [index, file] of this.files.entries()) {
-      const warn = file.size > LARGE_FILE
-        ? h("span", { class: "warn", text: limit && file.url.length > limit
-          ? `too large: as a data URL it is ${formatBytes(file.url.length)}, over this server's `
-            + `request limit of ${formatBytes(limit)}`
-          : `large file: it is sent inside the request as base64 (${formatBytes(file.url.length)})` })
-        : null;
+      let warning = null;
+      if (limit && file.url.length > limit) {
+        warning = `too large: as a data URL it is ${formatBytes(file.url.length)}, over this `
+          + `server's request limit of ${formatBytes(limit)} (--max-body-bytes)`;
+      } else if (file.size > LARGE_FILE) {
+        warning = `large file: it is sent inside the request as base64 (${formatBytes(file.url.length)})`;
+      }
+      const warn = warning ? h("span", { class: "warn", text: warning }) : null;
       const remove = h("button", {
         type: "button", class: "ghost small", text: "remove", "aria-label": `remove ${file.name}`,
         onclick: () => { this.files.splice(index, 1); this.showFiles(); },
@@ -482,6 +484,7 @@ class OutputView {
     this.logs.textContent = "";
     this.metrics.replaceChildren();
     this.chunks = null;
+    this.live = null;
     this.setStatus("starting");
     this.started = performance.now();
     clearInterval(this.ticker);
@@ -541,6 +544,15 @@ class OutputView {
     this.chunks = this.chunks || [];
     this.chunks.push(value);
     this.output.replaceChildren(renderValue(this.chunks, this.outputSchema, this.doc));
+  }
+
+  // One SSE `metric` event: applied as the model's record_metric mode says.
+  metric({ name, value, mode }) {
+    const live = (this.live = this.live || {});
+    if (mode === "incr") live[name] = (live[name] || 0) + value;
+    else if (mode === "append") live[name] = [...(live[name] || []), value];
+    else live[name] = value;
+    this.showMetrics({ metrics: live });
   }
 
   appendLog(text) {
@@ -710,6 +722,7 @@ class RunPanel {
     const body = JSON.stringify({ input });
     this.current = id;
     this.view.reset(id);
+    this.view.el.scrollIntoView({ block: "nearest", behavior: "smooth" });
     this.view.setRequest(this.curlFor(path, headers, body, mode));
     this.setRunning(true);
     try {
@@ -795,7 +808,7 @@ class RunPanel {
       case "start": this.view.setStatus("processing"); return false;
       case "output": this.view.chunk(payload.chunk); return false;
       case "log": this.view.appendLog(payload.data); return false;
-      case "metric": return false; // the completed prediction carries the final metrics
+      case "metric": this.view.metric(payload); return false;
       case "completed": this.view.render(payload); return true;
       case "error": this.view.fail(payload.error || String(payload)); return true;
       default: return false;
