@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
-import base64
 import contextlib
 import json
 import logging
-import mimetypes
 import os
 import pathlib
 import shutil
@@ -52,8 +50,13 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("directory", nargs="?", default=".")
         p.add_argument("-i", "--input", action="append", default=[], metavar="NAME=VALUE",
                        help="an input; NAME=@FILE sends a local file; repeat for lists")
-        p.add_argument("--json", default=None, help="all inputs as one JSON object")
-        p.add_argument("-o", "--output", default=None, help="where to write a file output")
+        p.add_argument("--json", default=None, metavar="JSON|@FILE|@-",
+                       help="all inputs as one JSON object, from a file (@inputs.json) or "
+                            "standard input (@- or -); prints the whole prediction as JSON")
+        p.add_argument("-o", "--output", default=None,
+                       help="write the output here (a file, text, or JSON; with --json the "
+                            "whole prediction)" + ("; default: weights" if name == "train"
+                                                   else ""))
         p.add_argument("--predictor", default=None)
         p.add_argument("--no-env", action="store_true", help=NO_ENV_HELP)
 
@@ -205,77 +208,26 @@ def _stdout_to_stderr() -> Iterator[None]:
 # ---------------------------------------------------------------- predict / train
 
 
-def coerce_inputs(pairs: list[str], component: dict[str, Any],
-                  components: dict[str, Any]) -> dict[str, Any]:
-    """Turn `-i name=value` pairs into typed JSON using the Input schema.
-
-    The schema decides: `-i n=5` is an int for an int input and a string for a str input,
-    and a repeated `-i` builds a list for an array input, as `cog predict` does.
-    """
-    from cogserve.validation import resolve
-
-    properties = component.get("properties", {})
-    result: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, raw = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"error: input {pair!r} is not NAME=VALUE")
-        if name not in properties:
-            raise SystemExit(f'error: unknown input "{name}"')
-        prop = resolve(properties[name], components)
-        is_list = prop.get("type") == "array"
-        item = resolve(prop.get("items", {}), components) if is_list else prop
-        value = _coerce(name, raw, item)
-        if is_list:
-            result.setdefault(name, []).append(value)
-        else:
-            result[name] = value
-    return result
-
-
-def _coerce(name: str, raw: str, prop: dict[str, Any]) -> Any:
-    if raw.startswith("@"):
-        path = pathlib.Path(raw[1:])
-        if not path.is_file():
-            raise SystemExit(f'error: input "{name}": no such file {raw[1:]!r}')
-        if prop.get("format") == "uri":
-            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-            return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
-        raw = path.read_text()
-    kind = prop.get("type")
-    try:
-        if kind == "integer":
-            return int(raw)
-        if kind == "number":
-            number = float(raw)
-            return int(number) if raw.lstrip("+-").isdigit() else number
-        if kind == "boolean":
-            lowered = raw.lower()
-            if lowered in ("true", "1", "yes"):
-                return True
-            if lowered in ("false", "0", "no"):
-                return False
-            raise ValueError(raw)
-    except ValueError:
-        raise SystemExit(f'error: input "{name}": {raw!r} is not a valid {kind}') from None
-    if kind == "string":
-        return raw
-    try:  # objects, unions and opaque values are JSON; a bare word stays a string
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
 def _predict(args: argparse.Namespace, mode: str) -> int:
     if "COG_LOG_LEVEL" not in os.environ:  # every error is printed once, plainly, below
         logging.getLogger("cogserve").setLevel(logging.CRITICAL)
     config = load_config(args.directory, args.predictor)
     _apply_environment(config)
     config.ref(mode)
-    return asyncio.run(_predict_async(config, args, mode))
+    from cogserve.cli_inputs import InputError, read_json_argument
+
+    try:  # before the model starts: a bad --json costs nothing
+        given = read_json_argument(args.json) if args.json is not None else None
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_predict_async(config, args, mode, given))
 
 
-async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: str) -> int:
+async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: str,
+                         given: dict[str, Any] | None) -> int:
+    from cogserve.cli_inputs import InputError
+    from cogserve.cli_output import OutputError, Presenter, writable_target
     from cogserve.envs import model_env
     from cogserve.envs.builder import EnvBuildError
     from cogserve.envs.command import to_stderr
@@ -294,6 +246,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
     # killed as the loop closes (supervisor), and its temp folder goes at exit
     atexit.register(shutil.rmtree, service.tmp_root, True)
     service.gate = True
+    service.on_setup_log = _to_stderr  # setup()'s output as it runs, as `cog` shows it
     go = asyncio.get_running_loop().create_future()
     service.on_schema.append(lambda: go.done() or go.set_result(None))
     await service.start()
@@ -304,106 +257,67 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
         print(f"error: {reason}", file=sys.stderr)
         await service.stop()
         return 1
-    component = "TrainingInput" if mode == "train" else "Input"
     assert service.schema is not None
     components = service.schema["components"]["schemas"]
     try:
-        raw = json.loads(args.json) if args.json else {}
-        if not isinstance(raw, dict):
-            raise SystemExit("error: --json must be a JSON object of inputs")
-        raw.update(coerce_inputs(args.input, components[component], components))
-        errors = service.validate(raw, mode)
-        if errors:
-            for field, msg in errors:
-                if msg == "Field required":
-                    print(f'error: missing required input "{field}"', file=sys.stderr)
-                elif "was unexpected" in msg:
-                    print(f'error: unknown input "{field}"', file=sys.stderr)
-                else:
-                    print(f'error: input "{field}": {msg}', file=sys.stderr)
-            raise SystemExit(2)
-    except (SystemExit, json.JSONDecodeError) as exc:
+        raw = _command_line_inputs(args, given, components, mode)
+        for field, msg in service.validate(raw, mode)[:1]:  # what cog's rules leave (URLs)
+            raise InputError(f'invalid input "{field}": {msg}')
+        # `cog train` has no whole-response form: its --json is only a way to give inputs
+        whole_json = given is not None and mode != "train"
+        explicit = args.output is not None or mode == "train"
+        fallback = "weights" if mode == "train" else "output.json" if whole_json else "output"
+        target = writable_target(args.output, fallback)
+    except (InputError, OutputError) as exc:
         await service.stop()
-        if isinstance(exc, SystemExit) and isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-        elif isinstance(exc, json.JSONDecodeError):
-            print(f"error: --json is not valid JSON: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     assert service.worker is not None
     service.worker.send_control(protocol.go())
     await service.ready.wait()
-    sys.stderr.write(service.setup["logs"])
-    if service.status != "READY":
+    if service.status != "READY":  # its logs were printed as they came
         lines = service.setup["logs"].strip().splitlines()
         print(f"error: setup() failed: {lines[-1] if lines else 'the worker exited'}",
               file=sys.stderr)
         await service.stop()
         return 1
-    output_kind = service.schema["components"]["schemas"].get(
-        "TrainingOutput" if mode == "train" else "Output", {})
-    concatenate = output_kind.get("x-cog-array-display") == "concatenate"
-    printer = _Printer(args.output, concatenate)
-    prediction = service.create(generate_id(), raw, mode=mode, listeners=[printer.on_event])
+    output_schema = components.get("TrainingOutput" if mode == "train" else "Output", {})
+    prediction = service.create(generate_id(), raw, mode=mode, listeners=[_print_logs])
     await prediction.done
     await service.stop()
-    if prediction.status != "succeeded":
-        print(f"error: prediction {prediction.status}: {prediction.error or ''}".rstrip(": "),
-              file=sys.stderr)
+    presenter = Presenter(output_schema, target, explicit, whole_json)
+    try:
+        return presenter.present(prediction.to_dict())
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
-    if not prediction.iterator:
-        printer.final(prediction.output)
-    elif concatenate:
-        print()
-    return 0
 
 
-class _Printer:
-    def __init__(self, output_path: str | None, concatenate: bool) -> None:
-        self.output_path = output_path
-        self.concatenate = concatenate
-        self.files = 0
+def _command_line_inputs(args: argparse.Namespace, given: dict[str, Any] | None,
+                         components: dict[str, Any], mode: str) -> dict[str, Any]:
+    """`--json` (its `@file` values read as data URLs) and `-i` pairs, checked as `cog`
+    checks them; `-i` overrides a `--json` key (cogserve's; `cog` refuses both at once)."""
+    from cogserve.cli_inputs import check_inputs, check_names, coerce_inputs, files_to_data_urls
 
-    def on_event(self, prediction: Any, event: str, payload: dict[str, Any]) -> None:
-        if event == "log":
-            sys.stderr.write(payload["data"])
-            sys.stderr.flush()
-        elif event == "output":
-            chunk = self._files(payload["chunk"], payload["index"])
-            if self.concatenate and isinstance(chunk, str):
-                sys.stdout.write(chunk)
-            else:
-                self._print(chunk)
-            sys.stdout.flush()
+    component = components["TrainingInput" if mode == "train" else "Input"]
+    raw: dict[str, Any] = {}
+    if given is not None:
+        check_names(given, component)  # before any @file is read
+        raw = files_to_data_urls(given)
+    raw.update(coerce_inputs(args.input, component, components))
+    check_inputs(raw, component, components)
+    return raw
 
-    def final(self, output: Any) -> None:
-        self._print(self._files(output, None))
 
-    def _print(self, value: Any) -> None:
-        if isinstance(value, str):
-            print(value)
-        else:
-            print(json.dumps(value, indent=2))
+def _to_stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
-    def _files(self, value: Any, index: int | None) -> Any:
-        if isinstance(value, str) and value.startswith("data:") and ";base64," in value:
-            header, _, payload = value.partition(",")
-            mime = header[5:].split(";")[0]
-            ext = mimetypes.guess_extension(mime) or ""
-            if self.output_path and self.files == 0 and index is None:
-                target = pathlib.Path(self.output_path)
-            else:
-                target = pathlib.Path(f"output.{index}{ext}" if index is not None
-                                      else f"output{ext}")
-                if self.files and index is None:
-                    target = pathlib.Path(f"output.{self.files}{ext}")
-            target.write_bytes(base64.b64decode(payload))
-            self.files += 1
-            return f"Written output to: {target}"
-        if isinstance(value, list):
-            return [self._files(v, i) for i, v in enumerate(value)]
-        if isinstance(value, dict):
-            return {k: self._files(v, None) for k, v in value.items()}
-        return value
+
+def _print_logs(prediction: Any, event: str, payload: dict[str, Any]) -> None:
+    """The prediction's logs go to stderr as they come; its output is printed at the end."""
+    if event == "log":
+        _to_stderr(payload["data"])
 
 
 if __name__ == "__main__":  # pragma: no cover

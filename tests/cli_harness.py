@@ -23,15 +23,17 @@ class Result:
 
 
 def cogserve(*args: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None,
-             env: dict[str, str] | None = None, timeout: float = 60.0) -> Result:
+             env: dict[str, str] | None = None, timeout: float = 60.0,
+             stdin: str | None = None) -> Result:
     """`cogserve ARGS...`; the whole process group is killed if it outlives the test."""
     full_env = {**os.environ, **(env or {})}
     process = subprocess.Popen(
         [sys.executable, "-m", "cogserve.cli", *map(str, args)], cwd=cwd, env=full_env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
     )
     try:
-        out, err = process.communicate(timeout=timeout)
+        out, err = process.communicate(stdin, timeout=timeout)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

@@ -59,7 +59,7 @@ def test_at_file_for_a_str_input_reads_the_text(tmp_path):
 def test_json_inputs_and_i_overrides(tmp_path):
     result = cogserve("predict", CONTRACT / "inputs", "--json", '{"text": "abc", "count": 4}',
                       "-i", "count=6", cwd=tmp_path)
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout)["output"]  # --json prints the whole prediction
     assert (out["text"]["value"], out["count"]["value"]) == ("abc", 6)
 
 
@@ -80,7 +80,8 @@ def test_file_output_is_written_to_output_ext(tmp_path):
     result = cogserve("predict", CONTRACT / "out_path", "-i", "text=x", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "output.txt").read_text() == "file says x"
-    assert "output.txt" in result.stdout
+    assert result.stdout == ""  # as `cog`: the file is the output, stderr says where
+    assert "Written output to: output.txt\n" in result.stderr
 
 
 def test_file_output_goes_to_o(tmp_path):
@@ -103,41 +104,41 @@ def test_basemodel_with_a_file_field(tmp_path):
     assert result.returncode == 0, result.stderr
     written = [p for p in tmp_path.iterdir() if p.name.startswith("output")]
     assert [p.read_text() for p in written] == ["attached"]
-    assert json.loads(result.stdout)["file"] == f"Written output to: {written[0].name}"
+    assert json.loads(result.stdout)["file"] == written[0].name == "output.0.txt"
 
 
-def test_iterator_output_is_printed_as_it_is_produced(tmp_path):
-    """The first item is on stdout while run() still waits for the gate file."""
+def test_iterator_output_is_a_json_array_logs_stream_while_it_runs(tmp_path):
+    """As `cog`: the items are printed once run() is done, as an indented JSON array; the
+    logs reach stderr while it still runs (here: before the gate file exists)."""
     gate = tmp_path / "gate"
     process = subprocess.Popen(
         [sys.executable, "-m", "cogserve.cli", "predict", str(CONTRACT / "out_iterator"),
          "-i", "n=3", "-i", f"gate={gate}"], cwd=tmp_path, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()
+    threading.Thread(target=lambda: [lines.put(x) for x in process.stderr], daemon=True).start()
     try:
-        first = lines.get(timeout=30)
-        assert first == "0\n"
+        while lines.get(timeout=30) != "yielding 0\n":
+            pass
         assert process.poll() is None  # still running: the rest waits for the gate
         gate.write_text("go")
         assert process.wait(timeout=30) == 0
-        assert [lines.get(timeout=5), lines.get(timeout=5)] == ["10\n", "20\n"]
-        assert "yielding 2" in process.stderr.read()  # logs go to stderr
+        assert process.stdout.read() == "[\n  0,\n  10,\n  20\n]\n"
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
 
 
-def test_concatenate_iterator_prints_tokens_joined(tmp_path):
+def test_concatenate_iterator_prints_each_token_as_a_json_string(tmp_path):
     result = cogserve("predict", CONTRACT / "out_concat", "-i", "prompt=one two", cwd=tmp_path)
-    assert result.stdout == "one two \n"
+    assert result.stdout == '[\n  "one ",\n  "two "\n]\n'
 
 
 def test_async_iterator(tmp_path):
     result = cogserve("predict", CONTRACT / "out_async_iterator", "-i", "n=2", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "tok0\ntok1\n"
+    assert result.stdout == '[\n  "tok0",\n  "tok1"\n]\n'
     assert "async setup done" in result.stderr
 
 
@@ -146,7 +147,7 @@ def test_unknown_input_stops_before_setup(tmp_path):
     result = cogserve("predict", CONTRACT / "setup_marker", "-i", "s=a", "-i", "x=1",
                       cwd=tmp_path, env={"SETUP_MARKER": str(marker)})
     assert result.returncode != 0
-    assert result.stderr == 'error: unknown input "x"\n'
+    assert result.stderr == 'error: unknown input "x"; valid inputs are: n, s\n'
     assert not marker.exists()
 
 
@@ -164,11 +165,13 @@ def test_invalid_values_are_all_reported_before_setup(tmp_path):
     result = cogserve("predict", CONTRACT / "setup_marker", "--json", '{"n": -1, "zz": 0}',
                       cwd=tmp_path, env={"SETUP_MARKER": str(marker)})
     assert result.returncode != 0
-    assert result.stderr.splitlines() == [
-        'error: input "n": -1 is less than the minimum of 0',
-        'error: unknown input "zz"',
-        'error: missing required input "s"',
-    ]
+    # as `cog`: unknown names first, all of them, with the names it accepts
+    assert result.stderr == 'error: unknown input "zz"; valid inputs are: n, s\n'
+    result = cogserve("predict", CONTRACT / "setup_marker", "--json", '{"n": -1}',
+                      cwd=tmp_path, env={"SETUP_MARKER": str(marker)})
+    assert result.stderr == ('error: input validation failed:\n'
+                             '- invalid input "n": number must be at least 0\n'
+                             '- missing required input "s"\n')
     assert not marker.exists()
     ok = cogserve("predict", CONTRACT / "setup_marker", "-i", "s=ab", "-i", "n=2",
                   cwd=tmp_path, env={"SETUP_MARKER": str(marker)})
@@ -177,7 +180,8 @@ def test_invalid_values_are_all_reported_before_setup(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["-i", "n=many"], "error: input \"n\": 'many' is not a valid integer"),
-    (["-i", "novalue"], "error: input 'novalue' is not NAME=VALUE"),
+    (["-i", "novalue"], "error: Failed to parse input 'novalue', expected format is "
+                        "'name=value'"),
     (["-i", "s=@missing.txt"], "error: input \"s\": no such file 'missing.txt'"),
     (["--json", "[1]"], "error: --json must be a JSON object of inputs"),
 ])
@@ -193,8 +197,8 @@ def test_output_of_the_wrong_type_fails_the_prediction(tmp_path):
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.strip().endswith(
-        "error: prediction failed: run() returned a value that does not match its declared "
-        "output type Result: output.score: expected float, got str ('high')")
+        'error: Prediction failed with status "failed": run() returned a value that does not '
+        "match its declared output type Result: output.score: expected float, got str ('high')")
     assert "cogserve/worker" not in result.stderr  # no traceback of our own frames
 
 
@@ -237,7 +241,8 @@ def test_cog_readme_predictor_example(tmp_path):
     result = cogserve("predict", example, "-i", f"image=@{example / 'input.pgm'}",
                       cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "Written output to: output.pgm\n"
+    assert result.stdout == ""
+    assert "Written output to: output.pgm\n" in result.stderr
     header = b"P5\n4 2\n255\n"
     assert (example / "input.pgm").read_bytes() == header + bytes([0, 10, 20, 30, 200, 210,
                                                                     250, 255])
@@ -270,10 +275,11 @@ def test_package_module_reference(tmp_path):
 
 def test_train_command_uses_the_train_entry(tmp_path):
     model = CONTRACT / "train_entry"
-    assert cogserve("train", model, "-i", "epochs=3", cwd=tmp_path).stdout == "trained 3\n"
+    assert cogserve("train", model, "-i", "epochs=3", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "weights").read_text() == "trained 3"  # where `cog train` writes it
     bad = cogserve("train", model, "-i", "epochs=0", cwd=tmp_path)
     assert bad.returncode == 2
-    assert bad.stderr == 'error: input "epochs": 0 is less than the minimum of 1\n'
+    assert bad.stderr == 'error: invalid input "epochs": number must be at least 1\n'
     none = cogserve("train", CONTRACT / "out_str", cwd=tmp_path)
     assert none.returncode == 1 and "no `train:` entry names the model" in none.stderr
 

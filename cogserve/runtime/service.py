@@ -123,6 +123,7 @@ class Service:
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
+        self.on_setup_log: Callable[[str], None] | None = None  # `cogserve predict` prints them
         self.gate = False  # `cogserve predict`: the worker waits for "go" before setup()
         self._building: asyncio.Task[None] | None = None  # the model's environment
 
@@ -262,6 +263,8 @@ class Service:
         if kind == FromWorker.LOG:
             if self.status == "STARTING":
                 self._setup_logs.append(message["data"])  # joined when read: O(n), not O(n^2)
+                if self.on_setup_log is not None:
+                    self.on_setup_log(message["data"])
             else:
                 stream = sys.stderr if message.get("source") == "stderr" else sys.stdout
                 stream.write(message["data"])

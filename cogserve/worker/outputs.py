@@ -30,6 +30,8 @@ class OutputTypeError(TypeError):
 
 def encode_output(value: Any, t: TypeSpec) -> dict[str, Any]:
     """The `output` part of an IPC message; `files` tells the parent to look for markers."""
+    if value is None:  # Cog lets run() return None whatever it declares: `"output": null`
+        return {"output": None}
     found: list[str] = []
     try:
         encoded = encode(value, t, "output", found)
