@@ -55,11 +55,18 @@ def test_settings_the_schema_does_not_carry(server: Server) -> None:
 
 
 @pytest.mark.parametrize("path", ["/docs/nothing.js", "/docs/index.html", "/docs/../cli.py",
-                                  "/docs/"])
+                                  "/docs/sub/playground.js"])
 def test_unknown_files_are_404(server: Server, path: str) -> None:
     response = server.client.get(path)
     assert response.status_code == 404
     assert response.json() == {"error": "Not Found"}
+
+
+def test_a_trailing_slash_is_sent_to_the_page(server: Server) -> None:
+    response = server.client.get("/docs/")
+    assert response.status_code == 308
+    assert response.headers["location"] == "../docs"  # relative: works behind a path prefix
+    assert server.client.get("/docs/", follow_redirects=True).url.path == "/docs"
 
 
 def test_only_get_and_head(server: Server) -> None:

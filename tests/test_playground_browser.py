@@ -358,3 +358,49 @@ def test_a_failed_setup_is_shown_with_its_logs(open_page: Any) -> None:
         notice = page.locator("#notice")
         assert "setup() failed" in notice.inner_text()
         assert "setup exploded" in notice.locator("pre").inner_text()
+
+
+def test_outputs_are_rendered_by_type(open_page: Any, inputs_server: Server) -> None:
+    """The page's renderer on each kind of output value (its own logic, run in the page)."""
+    page = open_page(inputs_server)
+    shown = page.evaluate("""() => {
+        const doc = {components: {schemas: {}}};
+        const file = {type: "string", format: "uri"};
+        const cases = {
+            image: ["data:image/png;base64,iVBORw0KGgo=", file],
+            audio: ["data:audio/wav;base64,UklGRg==", file],
+            video: ["http://127.0.0.1:1/out/clip.mp4?sig=1", file],
+            other: ["data:application/zip;base64,UEsDBA==", file],
+            text: ["line one\\nline two", {type: "string"}],
+            concatenated: [["to", "ken", "s"], {type: "array", items: {type: "string"},
+                           "x-cog-array-type": "iterator", "x-cog-array-display": "concatenate"}],
+            iterator: [["a", "b"], {type: "array", items: {type: "string"},
+                                    "x-cog-array-type": "iterator"}],
+            gallery: [["data:image/png;base64,AA==", "data:image/png;base64,AB=="],
+                      {type: "array", items: file}],
+            object: [{score: 0.5, tags: ["x"]}, {type: "object"}],
+        };
+        const out = {};
+        for (const [name, [value, schema]] of Object.entries(cases)) {
+            const el = renderValue(value, schema, doc);
+            out[name] = {
+                media: Array.from(el.querySelectorAll("img, audio, video"), (m) => m.tagName),
+                download: Array.from(el.querySelectorAll("a[download]"), (a) => a.download),
+                text: el.textContent,
+                tag: el.tagName,
+            };
+        }
+        return out;
+    }""")
+    assert shown["image"]["media"] == ["IMG"]
+    assert shown["image"]["download"] == ["output.png"]
+    assert shown["audio"]["media"] == ["AUDIO"]
+    assert shown["video"]["media"] == ["VIDEO"]
+    assert shown["video"]["download"] == ["clip.mp4"]
+    assert shown["other"]["media"] == [] and shown["other"]["download"] == ["output.zip"]
+    assert shown["text"]["text"] == "line one\nline two"
+    assert shown["concatenated"]["text"] == "tokens"
+    assert shown["iterator"]["tag"] == "OL" and shown["iterator"]["text"] == "ab"
+    assert shown["gallery"]["media"] == ["IMG", "IMG"]
+    assert shown["object"]["tag"] == "PRE"
+    assert json.loads(shown["object"]["text"]) == {"score": 0.5, "tags": ["x"]}

@@ -51,6 +51,11 @@ class Playground:
                     rest: str, method: str) -> None:
         if method not in ("GET", "HEAD"):
             raise HTTPError(405, {"error": "Method Not Allowed"}, [(b"allow", b"GET, HEAD")])
+        if rest == "":  # /docs/: the page's relative URLs need /docs
+            await send({"type": "http.response.start", "status": 308,
+                        "headers": [(b"location", b"../docs"), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if rest == "playground.json":
             await _send(send, "playground.json", orjson.dumps(self.settings()))
             return

@@ -577,7 +577,9 @@ class OutputView {
     const total = seconds(prediction.created_at, prediction.completed_at);
     if (queued !== null) rows.push(["waited to start", formatSeconds(queued)]);
     if (total !== null) rows.push(["total", formatSeconds(total)]);
-    if (prediction.created_at) rows.push(["created", prediction.created_at]);
+    if (prediction.created_at) {
+      rows.push(["created", new Date(prediction.created_at).toLocaleString()]);
+    }
     this.metrics.replaceChildren(...rows.map(([k, v]) =>
       h("tr", {}, h("th", { text: k }), h("td", { text: v }))));
     if (total !== null) this.timer.textContent = formatSeconds(total);
