@@ -37,7 +37,8 @@ def test_the_page_is_served_at_docs_and_playground(server: Server, path: str) ->
     assert server.client.head(path).status_code == 200
 
 
-@pytest.mark.parametrize(("name", "kind"), [("playground.js", "text/javascript"),
+@pytest.mark.parametrize(("name", "kind"), [("main.js", "text/javascript"),
+                                            ("fields.js", "text/javascript"),
                                             ("playground.css", "text/css")])
 def test_its_files_come_from_the_package(server: Server, name: str, kind: str) -> None:
     response = server.client.get(f"/docs/{name}")
@@ -55,7 +56,7 @@ def test_settings_the_schema_does_not_carry(server: Server) -> None:
 
 
 @pytest.mark.parametrize("path", ["/docs/nothing.js", "/docs/index.html", "/docs/../cli.py",
-                                  "/docs/sub/playground.js"])
+                                  "/docs/sub/main.js"])
 def test_unknown_files_are_404(server: Server, path: str) -> None:
     response = server.client.get(path)
     assert response.status_code == 404
@@ -70,7 +71,7 @@ def test_a_trailing_slash_is_sent_to_the_page(server: Server) -> None:
 
 
 def test_only_get_and_head(server: Server) -> None:
-    assert server.client.post("/docs/playground.js").status_code == 405
+    assert server.client.post("/docs/main.js").status_code == 405
     response = server.client.post("/docs")
     assert response.status_code == 405
     assert response.headers["allow"] == "GET, HEAD"
@@ -82,6 +83,6 @@ def test_root_still_points_at_the_page(server: Server) -> None:
 
 def test_no_playground_turns_it_off() -> None:
     with Server("playground_image", "--no-playground") as server:
-        for path in ("/docs", "/playground", "/docs/playground.js", "/docs/playground.json"):
+        for path in ("/docs", "/playground", "/docs/main.js", "/docs/playground.json"):
             assert server.client.get(path).status_code == 404, path
         assert server.predict().json()["status"] == "succeeded"  # the API is unchanged

@@ -363,7 +363,8 @@ def test_a_failed_setup_is_shown_with_its_logs(open_page: Any) -> None:
 def test_outputs_are_rendered_by_type(open_page: Any, inputs_server: Server) -> None:
     """The page's renderer on each kind of output value (its own logic, run in the page)."""
     page = open_page(inputs_server)
-    shown = page.evaluate("""() => {
+    shown = page.evaluate("""async () => {
+        const { renderValue } = await import("./docs/outputs.js");
         const doc = {components: {schemas: {}}};
         const file = {type: "string", format: "uri"};
         const cases = {

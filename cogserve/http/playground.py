@@ -2,8 +2,8 @@
 
 `GET /` advertises `docs_url: /docs`; people would rather click than write curl, and a
 playground on the same port needs nothing else installed or started. The page is plain
-HTML, CSS and JavaScript shipped inside the package (`cogserve/playground/`, no build
-step) and builds everything it shows from the API itself (`/openapi.json`,
+HTML, CSS and JavaScript modules shipped inside the package (`cogserve/playground/`, no
+build step) and builds everything it shows from the API itself (`/openapi.json`,
 `/health-check`, `/predictions`, `/v2`), so it works offline. The files are read once
 when the app is built; `--no-playground` leaves the routes out.
 """
@@ -19,11 +19,13 @@ from cogserve.http.responses import HTTPError
 
 ASSET_PREFIX = "/docs/"
 PAGES = ("/docs", "/playground")
-_TYPES = {
-    "index.html": b"text/html; charset=utf-8",
-    "playground.css": b"text/css; charset=utf-8",
-    "playground.js": b"text/javascript; charset=utf-8",
+_TYPES = {  # by suffix; JavaScript modules are refused by browsers under any other type
+    ".html": b"text/html; charset=utf-8",
+    ".css": b"text/css; charset=utf-8",
+    ".js": b"text/javascript; charset=utf-8",
+    ".json": b"application/json",
 }
+_SHIPPED = (".html", ".css", ".js")
 # The page talks only to this server; outputs may be images, audio or video at an upload
 # URL elsewhere, which the browser may show but never fetch from script.
 _CSP = (b"default-src 'self'; img-src * data: blob:; media-src * data: blob:; "
@@ -32,13 +34,21 @@ _CSP = (b"default-src 'self'; img-src * data: blob:; media-src * data: blob:; "
 
 
 def load_assets() -> dict[str, bytes]:
-    """The shipped files, by name (a missing one is a packaging error: fail at start)."""
+    """The shipped files, by name (a missing page is a packaging error: fail at start)."""
     folder = resources.files("cogserve") / "playground"
-    return {name: (folder / name).read_bytes() for name in _TYPES}
+    assets = {entry.name: entry.read_bytes() for entry in folder.iterdir()
+              if entry.is_file() and _suffix(entry.name) in _SHIPPED}
+    if "index.html" not in assets:
+        raise RuntimeError(f"the playground's files are missing from {folder}")
+    return assets
+
+
+def _suffix(name: str) -> str:
+    return name[name.rfind("."):] if "." in name else ""
 
 
 class Playground:
-    """The page, its two static assets and `/docs/playground.json` (what the schema lacks)."""
+    """The page, its static files and `/docs/playground.json` (what the schema lacks)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -78,7 +88,7 @@ class Playground:
 
 async def _send(send: Any, name: str, body: bytes) -> None:
     headers = [
-        (b"content-type", _TYPES.get(name, b"application/json")),
+        (b"content-type", _TYPES[_suffix(name)]),
         (b"content-length", str(len(body)).encode()),
         (b"cache-control", b"no-cache"),  # a cogserve upgrade must not show a stale page
         (b"x-content-type-options", b"nosniff"),
