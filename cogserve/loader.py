@@ -39,12 +39,13 @@ class LoadedModel:
 
 def install_cog_alias() -> None:
     """Make `import cog` give cogserve's API inside this process only."""
-    import cogserve
+    import cogserve.cog
 
     for name in [n for n in sys.modules if n == "cog" or n.startswith("cog.")]:
         del sys.modules[name]  # an installed cog imported already (sitecustomize, say)
-    sys.modules["cog"] = cogserve
-    sys.modules["cog.types"] = cogserve
+    sys.modules["cog"] = cogserve.cog
+    for sub in ("input", "model", "predictor", "types"):
+        sys.modules[f"cog.{sub}"] = getattr(cogserve.cog, sub)
 
 
 def import_ref(ref: str, directory: pathlib.Path) -> Any:

@@ -6,50 +6,92 @@ the model, where the author can see it) and in the parent (to build the envelope
 
 from __future__ import annotations
 
-import re
+from enum import StrEnum
 from typing import Any
 
-_SEGMENT = re.compile(r"^[A-Za-z](?:[A-Za-z0-9]|_(?!_))*(?<![_])$")
-MODES = {"replace": "replace", "incr": "incr", "increment": "incr", "append": "append"}
+MAX_NAME_LENGTH = 128
+MAX_SEGMENTS = 4
 _ALLOWED = (bool, int, float, str, list, dict)
+
+
+class MetricMode(StrEnum):
+    """How a recorded value folds in; the values are the reference's names on the wire
+    (SSE `metric` events), whichever alias the model used."""
+
+    REPLACE = "replace"
+    INCREMENT = "increment"
+    APPEND = "append"
+
+
+_MODE_ALIASES = {None: MetricMode.REPLACE, "replace": MetricMode.REPLACE,
+                 "incr": MetricMode.INCREMENT, "increment": MetricMode.INCREMENT,
+                 "append": MetricMode.APPEND}
+
+
+def parse_mode(mode: str | None) -> MetricMode:
+    """`replace` (the default), `incr` / `increment`, `append`; anything else is an error."""
+    try:
+        return _MODE_ALIASES[mode]
+    except (KeyError, TypeError):
+        raise TypeError(f"Invalid metric mode: '{mode}'. Expected 'replace', 'incr', or "
+                        "'append'.") from None
 
 
 def check_name(name: str) -> list[str]:
     """Validate a metric name and return its dot-path segments.
 
-    The wording follows the reference SDK, so an author sees the same message on both.
+    The rules, their order and their wording are the reference's (coglet-python
+    metric_scope.rs), one rule per message, so an author sees the same error on both.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("metric name must be a non-empty string")
-    if len(name) > 128:
-        raise ValueError(f"metric name {name!r} is longer than 128 characters")
-    if name.startswith("cog."):
-        raise ValueError("the 'cog.' prefix is reserved for system metrics")
+    if not isinstance(name, str):
+        raise TypeError(f"metric name must be a string, not {type(name).__name__}")
     if name == "predict_time":
         raise ValueError("'predict_time' is reserved by the runtime")
+    if name.startswith("cog."):
+        raise ValueError("the 'cog.' prefix is reserved for system metrics")
+    if not name:
+        raise ValueError("metric name must not be empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"metric name must be {MAX_NAME_LENGTH} characters or fewer "
+                         f"(got {len(name)} characters)")
     parts = name.split(".")
-    if len(parts) > 4:
-        raise ValueError(f"metric name {name!r} has more than 4 dot-separated segments")
-    for part in parts:
-        if _SEGMENT.match(part):
-            continue
-        if not part[:1].isascii() or not part[:1].isalpha():
-            rule = "must start with a letter"
-        elif not part[-1].isascii() or not part[-1].isalnum():
-            rule = "must end with a letter or digit"
-        else:
-            rule = "may contain only letters, digits and single underscores"
-        raise ValueError(f"metric name segment {part!r} {rule}")
+    if len(parts) > MAX_SEGMENTS:
+        raise ValueError(f"metric name must have at most {MAX_SEGMENTS} dot-separated "
+                         f"segments (got {len(parts)})")
+    for index, part in enumerate(parts):
+        if not part:
+            if index == 0:
+                raise ValueError("metric name must not start with a dot")
+            if index == len(parts) - 1:
+                raise ValueError("metric name must not end with a dot")
+            raise ValueError("metric name must not contain empty segments (consecutive dots)")
+        _check_segment(part)
     return parts
 
 
-def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str) -> None:
+def _check_segment(part: str) -> None:
+    if not (part[0].isascii() and part[0].isalpha()):
+        raise ValueError(f"metric name segment '{part}' must start with a letter")
+    after_underscore = False
+    for char in part[1:]:
+        if char == "_":
+            if after_underscore:
+                raise ValueError(f"metric name segment '{part}' must not contain consecutive "
+                                 "underscores")
+            after_underscore = True
+        elif char.isascii() and char.isalnum():
+            after_underscore = False
+        else:
+            raise ValueError(f"metric name segment '{part}' contains invalid character "
+                             f"'{char}'")
+    if after_underscore:
+        raise ValueError(f"metric name segment '{part}' must end with a letter or digit")
+
+
+def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str | None) -> None:
     """Fold one recorded value into `store` (nested by dot path), enforcing type stability."""
     parts = check_name(name)
-    try:
-        mode = MODES[mode]
-    except KeyError:
-        raise ValueError(f"metric mode must be replace, incr or append, not {mode!r}") from None
+    mode = parse_mode(mode)
     node = store
     for depth, part in enumerate(parts[:-1]):
         child = node.get(part)
@@ -70,7 +112,7 @@ def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str) -> Non
         raise TypeError(f"Unsupported metric value type: {type(value).__name__}. "
                         "Expected bool, int, float, str, list, or dict.")
     old = node.get(key)
-    if mode == "append":
+    if mode is MetricMode.APPEND:
         if old is None:
             node[key] = [value]
         elif isinstance(old, list):
@@ -79,7 +121,7 @@ def apply_metric(store: dict[str, Any], name: str, value: Any, mode: str) -> Non
             raise TypeError(f"Metric {name!r} has type {type(old).__name__}, cannot append to it "
                             "without deleting first")
         return
-    if mode == "incr":
+    if mode is MetricMode.INCREMENT:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TypeError(f"Metric {name!r}: incr needs a number, not {type(value).__name__}")
         if old is None:

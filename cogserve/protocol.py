@@ -122,10 +122,14 @@ def worker_config(*, ref: str, directory: str, mode: Mode, train_ref: str | None
 # ---------------------------------------------------------------- parent -> worker
 
 
-def predict(prediction_id: str, raw_input: dict[str, Any], mode: Mode) -> Message:
+def predict(prediction_id: str, raw_input: dict[str, Any], mode: Mode,
+            context: dict[str, str] | None = None) -> Message:
+    """`context`: the request's `context` object, the model's `current_scope().context`."""
     message: Message = {KIND: ToWorker.PREDICT, "id": prediction_id, "input": raw_input}
     if mode is Mode.TRAIN:
         message["mode"] = Mode.TRAIN
+    if context:
+        message["context"] = context
     return message
 
 

@@ -11,7 +11,7 @@ import contextvars
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from cogserve.metrics import apply_metric
+from cogserve.metrics import apply_metric, parse_mode
 
 MetricSink = Callable[[str, Any, str], None]
 
@@ -33,6 +33,10 @@ class _Metrics(MutableMapping[str, Any]):
     def __setitem__(self, name: str, value: Any) -> None:
         self._scope.record_metric(name, value, "replace")
 
+    def record(self, name: str, value: Any, mode: str | None = None) -> None:
+        """`scope.metrics.record(name, value, mode=...)`, as the reference's scope offers."""
+        self._scope.record_metric(name, value, mode)
+
     def __delitem__(self, name: str) -> None:
         if self._scope.inactive:
             return
@@ -49,8 +53,10 @@ class _Metrics(MutableMapping[str, Any]):
 class Scope:
     """Metrics of one prediction; `sink` forwards each recorded value to the parent."""
 
-    def __init__(self, sink: MetricSink | None = None) -> None:
+    def __init__(self, sink: MetricSink | None = None,
+                 context: dict[str, str] | None = None) -> None:
         self.values: dict[str, Any] = {}
+        self.context: dict[str, str] = dict(context or {})  # the request's `context` object
         self._sink = sink
         self.metrics = _Metrics(self)
 
@@ -59,11 +65,12 @@ class Scope:
         """True outside a prediction, where metric calls do nothing."""
         return self._sink is None
 
-    def record_metric(self, name: str, value: Any, mode: str = "replace") -> None:
+    def record_metric(self, name: str, value: Any, mode: str | None = "replace") -> None:
         if self._sink is None:
             return
-        apply_metric(self.values, name, value, mode)
-        self._sink(name, value, mode)
+        canonical = parse_mode(mode)  # the parent and SSE see the reference's mode names
+        apply_metric(self.values, name, value, canonical)
+        self._sink(name, value, canonical)
 
 
 _NULL_SCOPE = Scope()

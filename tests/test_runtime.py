@@ -199,10 +199,10 @@ def test_starting_returns_503(serve):
     assert r.json()["error"].startswith("Setup has not finished yet")
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("false", "user healthcheck returned False"),
-    ("raise", "health probe broke"),
-    ("hang", "timed out"),
+@pytest.mark.parametrize("mode,expected", [  # the reference's texts, exactly
+    ("false", "Healthcheck failed: user-defined healthcheck returned False"),
+    ("raise", "Healthcheck failed: RuntimeError: health probe broke"),
+    ("hang", "Healthcheck failed: user-defined healthcheck timed out after 1.0 seconds"),
 ])
 def test_user_healthcheck_unhealthy(serve, tmp_path, mode, expected):
     model = tmp_path / "m"
@@ -211,7 +211,7 @@ def test_user_healthcheck_unhealthy(serve, tmp_path, mode, expected):
     (model / "mode").write_text(mode)
     health = server.health()
     assert health["status"] == "UNHEALTHY"
-    assert expected in health["user_healthcheck_error"]
+    assert health["user_healthcheck_error"] == expected
     assert server.predict().json()["output"] == "ok"
     (model / "mode").write_text("ok")
     assert server.health()["status"] == "READY"

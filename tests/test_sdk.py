@@ -21,7 +21,7 @@ def test_cog_alias_inside_the_worker_only(serve, tmp_path):
     server = serve(CONTRACT / "cog_alias", env={"PYTHONPATH": str(fake.parent)})
     body = server.predict(probe="import cog; print(cog.WHO)").json()
     assert body["status"] == "succeeded", body
-    assert body["output"] == {"cog_module": "cogserve", "modules": ["cogserve"],
+    assert body["output"] == {"cog_module": "cogserve.cog", "modules": ["cogserve"],
                               "pydantic_loaded": False, "child": "the installed cog"}
 
 
@@ -123,10 +123,10 @@ def test_metric_errors_fail_the_prediction_and_keep_earlier_metrics(serve):
         "reserved_cog": "the 'cog.' prefix is reserved for system metrics",
         "reserved_time": "'predict_time' is reserved by the runtime",
         "bad_name": "metric name segment '9bad' must start with a letter",
-        "too_deep": "metric name 'a.b.c.d.e' has more than 4 dot-separated segments",
+        "too_deep": "metric name must have at most 4 dot-separated segments (got 5)",
         "bad_value": "Unsupported metric value type: object. Expected bool, int, float, str, "
                      "list, or dict.",
-        "bad_mode": "metric mode must be replace, incr or append, not 'multiply'",
+        "bad_mode": "Invalid metric mode: 'multiply'. Expected 'replace', 'incr', or 'append'.",
         "path_conflict": "Metric 'tokens' has type int, cannot set 'tokens.inner' inside it "
                          "without deleting first",
     }

@@ -110,7 +110,8 @@ def test_event_order_logs_metrics_and_completed(serve):
     assert names(events[1:5]) == ["log", "log", "metric", "output"]
     assert events[1][1] == {"data": "log line 0\n", "source": "stdout"}
     assert events[2][1] == {"data": "to stderr\n", "source": "stderr"}
-    assert events[3][1] == {"mode": "incr", "name": "tokens", "value": 1}
+    # the model said mode="incr": the wire says "increment", as the reference's does
+    assert events[3][1] == {"mode": "increment", "name": "tokens", "value": 1}
     assert outputs(events) == ["tok0", "tok1", "tok2"]
     assert names(events).count("metric") == 3
     name, final = events[-1]

@@ -130,6 +130,9 @@ class CogRoutes:
         if prefix is not None and not (isinstance(prefix, str) and
                                        prefix.startswith(("http://", "https://"))):
             errors.append(("output_file_prefix", "must be an http:// or https:// URL"))
+        model_context = body.get("context")
+        if model_context is not None and not _is_string_map(model_context):
+            errors.append(("context", "must be an object whose keys and values are strings"))
         if errors:
             raise HTTPError(422, {"detail": [
                 {"loc": _loc(field, service.validators[mode].properties), "msg": msg,
@@ -146,6 +149,7 @@ class CogRoutes:
                 prediction_id, raw_input, mode=mode, webhook=webhook,
                 webhook_events_filter=events, output_file_prefix=prefix,
                 context=context, listeners=listeners, remember=True,
+                model_context=model_context,
             )
         except ServiceError as exc:
             raise HTTPError(exc.status, exc.body) from None
@@ -307,6 +311,12 @@ def _webhook_fields(body: dict[str, Any], errors: list[tuple[str, str]]
     return webhook, chosen, errors
 
 
+def _is_string_map(value: Any) -> bool:
+    """The request's `context`: what `current_scope().context` hands the model."""
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                           for k, v in value.items())
+
+
 def _loc(field: str, properties: dict[str, Any]) -> list[Any]:
     """The 422 location of a validation error's field.
 
@@ -315,7 +325,7 @@ def _loc(field: str, properties: dict[str, Any]) -> list[Any]:
     whatever digits or dots it holds (int("¹") raised, and a 20-digit int could not be
     written as JSON: both were 500s).
     """
-    if field in ("webhook", "webhook_events_filter", "output_file_prefix"):
+    if field in ("webhook", "webhook_events_filter", "output_file_prefix", "context"):
         return ["body", field]
     if not field:
         return ["body", "input", "__root__"]

@@ -449,6 +449,7 @@ class Service:
         context: dict[str, str] | None = None,
         listeners: list[Any] | None = None,
         remember: bool = False,
+        model_context: dict[str, str] | None = None,
     ) -> Prediction:
         """Take a slot and send a validated input to the worker (or raise ServiceError).
 
@@ -483,7 +484,7 @@ class Service:
             prediction.subscribe(self.recent.listener)
         self.free -= 1
         self.predictions[prediction_id] = prediction
-        message = protocol.predict(prediction_id, raw_input, Mode(mode))
+        message = protocol.predict(prediction_id, raw_input, Mode(mode), model_context)
         assert self.worker is not None
         try:
             self._maybe_spill(message)
@@ -573,7 +574,8 @@ class Service:
             result = await asyncio.wait_for(waiter, timeout)
         except TimeoutError:
             self._health_waiters.pop(hid, None)
-            return f"user healthcheck timed out after {timeout:g} seconds"
+            return ("Healthcheck failed: user-defined healthcheck timed out after "
+                    f"{timeout:.1f} seconds")
         if result.get("status") != UserHealth.HEALTHY:
             return result.get("error") or "user healthcheck failed"
         return None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogserve.runner import MISSING
 from cogserve.signature import InputSpec, Signature, TypeSpec
-from cogserve.types import File, Path, Secret
+from cogserve.types import Path, Secret
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -119,15 +119,11 @@ def _union(t: TypeSpec, value: Any) -> Any:
 
 
 def weights_argument(setup: Any) -> dict[str, Any]:
-    """`setup(weights)` gets COG_WEIGHTS (or ./weights if it exists), typed as annotated.
-
-    As in Cog: a `Path`-annotated parameter receives a local file (a URL is downloaded
-    first), a `File` one an open handle, anything else the string; None when there is none.
-    """
+    """`setup(weights)` gets COG_WEIGHTS as a string, or None: what coglet hands over
+    (cog.predictor.extract_setup_weights), whatever the parameter is annotated as, so a
+    model that calls `requests.get(weights)` in setup() works unchanged."""
     import inspect
     import os
-    import tempfile
-    import typing
 
     try:
         param = inspect.signature(setup).parameters.get("weights")
@@ -135,20 +131,4 @@ def weights_argument(setup: Any) -> dict[str, Any]:
         return {}
     if param is None:
         return {}
-    value = os.environ.get("COG_WEIGHTS") or ("weights" if os.path.exists("weights") else None)
-    try:
-        hint = typing.get_type_hints(setup).get("weights")
-    except Exception:  # noqa: BLE001 - an unresolvable annotation: give the string
-        hint = None
-    members = typing.get_args(hint) or (hint,)
-    wants = next((m for m in members if isinstance(m, type) and m is not type(None)), None)
-    if value is None or wants is None or not issubclass(wants, pathlib.Path | File):
-        return {"weights": value}
-    if value.startswith(("http://", "https://", "data:")):
-        from cogserve.worker.files import fetch
-
-        value = str(fetch(value, pathlib.Path(tempfile.mkdtemp(prefix="cogserve-weights-")),
-                          "weights"))
-    if issubclass(wants, File):
-        return {"weights": open(value, "rb")}  # noqa: SIM115 - the model owns it now
-    return {"weights": Path(value)}
+    return {"weights": os.environ.get("COG_WEIGHTS") or None}

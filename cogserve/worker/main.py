@@ -277,16 +277,13 @@ async def _healthcheck_async(model: LoadedModel, control: SyncChannel, hid: Any)
     import asyncio
     try:
         if inspect.iscoroutinefunction(model.healthcheck):
-            result = await model.healthcheck()
-            status, error = ((UserHealth.UNHEALTHY, "user healthcheck returned False")
-                             if result is False else (UserHealth.HEALTHY, None))
+            status, error = predict.healthcheck_verdict(await model.healthcheck())
         else:
             status, error = await asyncio.get_running_loop().run_in_executor(
                 None, predict.run_healthcheck, model
             )
     except Exception as exc:  # noqa: BLE001
-        status, error = (UserHealth.UNHEALTHY,
-                         f"user healthcheck raised {type(exc).__name__}: {exc}")
+        status, error = UserHealth.UNHEALTHY, predict.healthcheck_raised(exc)
     control.send(protocol.healthcheck_result(hid, status, error))
 
 

@@ -49,7 +49,7 @@ class Job:
         self.thread_id: int | None = None  # a sync train() running off the main thread
         self.task: asyncio.Task[Any] | None = None
         self.logs = LogTarget(self._log)
-        self.scope = Scope(self._metric)
+        self.scope = Scope(self._metric, message.get("context"))
         self._tmpdir: pathlib.Path | None = None
         self.opened: list[Any] = []
         self.files_sent = False
@@ -465,11 +465,22 @@ def run_healthcheck(model: LoadedModel) -> tuple[protocol.UserHealth, str | None
 
             result = asyncio.run(_await(result))
     except Exception as exc:  # noqa: BLE001
-        return (protocol.UserHealth.UNHEALTHY,
-                f"user healthcheck raised {type(exc).__name__}: {exc}")
+        return protocol.UserHealth.UNHEALTHY, healthcheck_raised(exc)
+    return healthcheck_verdict(result)
+
+
+# The reference's texts for `user_healthcheck_error` (coglet-python predictor.rs)
+HEALTHCHECK_FALSE = "Healthcheck failed: user-defined healthcheck returned False"
+
+
+def healthcheck_verdict(result: Any) -> tuple[protocol.UserHealth, str | None]:
     if result is False:
-        return protocol.UserHealth.UNHEALTHY, "user healthcheck returned False"
+        return protocol.UserHealth.UNHEALTHY, HEALTHCHECK_FALSE
     return protocol.UserHealth.HEALTHY, None
+
+
+def healthcheck_raised(exc: BaseException) -> str:
+    return f"Healthcheck failed: {type(exc).__name__}: {exc}"
 
 
 async def _await(awaitable: Any) -> Any:

@@ -1,4 +1,4 @@
-"""setup(weights: Path) receives a local file: COG_WEIGHTS as a path, or downloaded."""
+"""setup(weights: Path) receives COG_WEIGHTS as the string it is, as coglet hands it over."""
 
 from typing import Optional
 
@@ -12,4 +12,4 @@ class Runner(BaseRunner):
     def run(self) -> str:
         if self.weights is None:
             return "no weights"
-        return f"{type(self.weights).__name__}:{self.weights.read_text()}"
+        return f"{type(self.weights).__name__}:{self.weights}"
