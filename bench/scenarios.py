@@ -9,9 +9,11 @@ interleaved rounds, failures. `Unsupported` marks a feature a peer lacks.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import statistics
 import struct
+import subprocess
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -320,6 +322,73 @@ class ColdStart(Scenario):
         return {"process start to READY": started.ready_s, "idle RSS, all processes": rss}
 
 
+class ColdStartEnv(Scenario):
+    """Cold start of a model that declares a package: its environment built, then reused.
+
+    Environments go to bench/.cache/model-envs; uv keeps its download cache, so "built"
+    is a build from cached wheels (what a second model with the same packages costs).
+    The reuse figure against --no-env on the same model is what finding a ready
+    environment and starting the worker with its interpreter add to start-up.
+    """
+
+    key = "cold_start_env"
+    number = "7b"
+    title = "cold start, model declaring pillow (environment)"
+    model = "deps"
+    systems = (COGSERVE,)
+    restart_each_round = True
+    figures = (Figure("start to READY, environment built", "s", False),
+               Figure("start to READY, environment reused", "s", False),
+               Figure("start to READY, --no-env", "s", False),
+               Figure("reused minus --no-env", "ms", False),
+               Figure("finding the ready environment, fresh process", "ms", False))
+    pairs = 3  # reuse / --no-env starts per round, alternated (medians): start-up is noisy
+
+    def env(self, system: str) -> dict[str, str]:
+        return {"COGSERVE_ENV_DIR": str(envs.CACHE / "model-envs")}
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        pass
+
+    def _ready_s(self, tag: str, args: list[str]) -> float:
+        started = systems.start(COGSERVE, self.model_dir(COGSERVE), tag=f"{self.key}-{tag}",
+                                env=self.env(COGSERVE), args=args, timeout=300)
+        started.stop()
+        return started.ready_s
+
+    def _lookup_ms(self) -> float:
+        """What serve adds before starting the worker: import cogserve.envs, read the
+        build spec, hash it (with cogserve's own files) and stat the environment."""
+        code = ("import time; t = time.perf_counter()\n"
+                "from cogserve.config import load_config\n"
+                "from cogserve.envs import model_env\n"
+                f"e = model_env.for_model(load_config({str(self.model_dir(COGSERVE))!r}))\n"
+                "assert e.find_ready() is not None\n"
+                "print((time.perf_counter() - t) * 1000)")
+        python = envs.venv(COGSERVE) / "bin" / "python"
+        done = subprocess.run([str(python), "-c", code], env={**os.environ, **self.env(COGSERVE)},
+                              capture_output=True, text=True, check=True, timeout=60)
+        return float(done.stdout.split()[-1])
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        binary = envs.venv(COGSERVE) / "bin" / "cogserve"
+        subprocess.run([str(binary), "env", str(self.model_dir(COGSERVE)), "--remove"],
+                       env={**os.environ, **self.env(COGSERVE)}, check=True,
+                       capture_output=True, timeout=60)
+        built = self._ready_s("build", [])
+        reused, own = [], []
+        for _ in range(self.pairs):
+            reused.append(self._ready_s("reuse", []))
+            own.append(self._ready_s("no-env", ["--no-env"]))
+        lookups = [self._lookup_ms() for _ in range(5)]
+        return {"start to READY, environment built": built,
+                "start to READY, environment reused": statistics.median(reused),
+                "start to READY, --no-env": statistics.median(own),
+                "reused minus --no-env": (statistics.median(reused) - statistics.median(own))
+                * 1000,
+                "finding the ready environment, fresh process": statistics.median(lookups)}
+
+
 # ---------------------------------------------------------------- 8: V2 infer
 
 
@@ -431,5 +500,5 @@ def _check_sum(body: bytes) -> None:
 
 ALL: tuple[Scenario, ...] = (
     NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), FileDataURL(),
-    FileUpload(), LargeInput(), ColdStart(), V2Json(), V2Binary(),
+    FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(), V2Binary(),
 )

@@ -191,6 +191,8 @@ def test_two_models_with_conflicting_pins_each_see_their_own_version() -> None:
             response = server.predict()
             assert response.status_code == 200, response.text
             outputs[name] = response.json()["output"]
+            assert server.output().count("cog.yaml build keys ignored (they only apply to a "
+                                         "Docker image): gpu") == 1
     assert outputs["pillow10"]["pillow"] == "10.4.0"
     assert outputs["pillow11"]["pillow"].startswith("11.")
     assert outputs["pillow10"]["prefix"] != outputs["pillow11"]["prefix"]

@@ -99,8 +99,8 @@ async def choose_interpreter(version: str | None, on_line: LineSink) -> str:
     return own
 
 
-async def build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink
-                ) -> pathlib.Path:
+async def build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
+                replace: bool = False) -> pathlib.Path:
     """Build the environment for `key` in a temporary folder and publish it atomically."""
     started = time.monotonic()
     python = await choose_interpreter(spec.python_version, on_line)
@@ -135,7 +135,7 @@ async def build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink
             "cogserve_id": selfwheel.cogserve_id(),
             "created_at": time.time(),
         }
-        path = store.publish(build_dir, key, info)
+        path = store.publish(build_dir, key, info, replace=replace)
     except BaseException:
         shutil.rmtree(build_dir, ignore_errors=True)
         raise

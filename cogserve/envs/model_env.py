@@ -45,12 +45,11 @@ class ModelEnvironment:
     async def prepare(self, on_line: LineSink) -> str:
         """The interpreter to run the worker with, building the environment if needed."""
         if self.find_ready() is None:
-            if self.rebuild:
-                self.store.discard(self.store.path(self.key))
-                self.rebuild = False
             on_line(f"cogserve: building the model's environment {self.key} "
                     f"in {self.store.root}\n")
-            self.path = await builder.build(self.spec, self.store, self.key, on_line)
+            self.path = await builder.build(self.spec, self.store, self.key, on_line,
+                                            replace=self.rebuild)
+            self.rebuild = False
         assert self.python is not None
         return self.python
 

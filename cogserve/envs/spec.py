@@ -1,7 +1,7 @@
 """What a model's `build:` section asks for, and the key of the environment that holds it.
 
 The key is a hash of everything that decides the environment's contents: the declared
-packages, the requirements file's text (and the bytes of local files it names), the Python
+packages, the requirements file's text (and the size and mtime of local files it names), the Python
 version asked for, and cogserve itself (its version and a digest of its files, so an
 environment made by a changed local checkout is not reused). A changed cog.yaml therefore
 means a new environment; an unchanged one finds the ready environment with no subprocess.
@@ -100,13 +100,15 @@ class BuildSpec:
         return hashlib.sha256(blob).hexdigest()[:20]
 
     def _local_file_digests(self) -> dict[str, str]:
-        """Digests of local files the requirements name (a rebuilt wheel is a new env)."""
-        digests = {}
+        """Size and mtime of local files the requirements name: a rebuilt wheel is a new
+        environment. Not their bytes: a 2 GB wheel would be hashed at every start."""
+        stamps = {}
         for line in (*self.python_packages, *self.requirement_lines()):
             path = self.directory / line.split(";")[0].strip()
             if _looks_like_path(line) and path.is_file():
-                digests[line] = hashlib.sha256(path.read_bytes()).hexdigest()
-        return digests
+                stat = path.stat()
+                stamps[line] = f"{stat.st_size}:{stat.st_mtime_ns}"
+        return stamps
 
 
 def _looks_like_path(requirement: str) -> bool:

@@ -78,10 +78,16 @@ class EnvStore:
         path.chmod(0o755)  # mkdtemp's 0700 would keep other users (a container's) out
         return path
 
-    def publish(self, build_dir: pathlib.Path, key: str, info: dict[str, Any]) -> pathlib.Path:
-        """Make a complete build the environment for `key` (or keep one that won a race)."""
+    def publish(self, build_dir: pathlib.Path, key: str, info: dict[str, Any],
+                replace: bool = False) -> pathlib.Path:
+        """Make a complete build the environment for `key` (or keep one that won a race).
+
+        `replace` (a rebuild) swaps the old one out only now, so it served until here.
+        """
         (build_dir / MARKER).write_text(json.dumps(info, indent=2) + "\n")
         target = self.root / key
+        if replace:
+            self.discard(target)
         try:
             os.rename(build_dir, target)
         except OSError:
