@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from cogserve.envs import selfwheel
-from cogserve.envs.spec import COG_SDK_PACKAGES, BuildSpec, normalise, own_python_version
+from cogserve.envs.spec import COG_SDK_PACKAGES, BuildSpec, normalise
 from cogserve.envs.store import EnvStore
 
 LineSink = Callable[[str], None]
@@ -80,8 +80,8 @@ async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None 
 async def choose_interpreter(version: str | None, on_line: LineSink) -> str:
     """An interpreter on this machine for `python_version`, else cogserve's own."""
     own = sys.executable
-    if version is None or version == own_python_version() or version.startswith(
-            own_python_version() + "."):
+    running = ".".join(map(str, sys.version_info[:3]))
+    if version is None or running == version or running.startswith(version + "."):
         return own
     wanted = tuple(int(part) for part in version.split(".")[:2])
     why = ""

@@ -11,11 +11,11 @@ import logging
 import os
 import pathlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from cogserve.config import ModelConfig, env_flag
-from cogserve.envs import builder, selfwheel, system
-from cogserve.envs.builder import LineSink
+from cogserve.envs import selfwheel, system
 from cogserve.envs.spec import BuildSpec, parse_build
 from cogserve.envs.store import MARKER, EnvStore
 
@@ -42,8 +42,10 @@ class ModelEnvironment:
             self.path = self.store.ready(self.key)
         return self.path
 
-    async def prepare(self, on_line: LineSink) -> str:
+    async def prepare(self, on_line: Callable[[str], None]) -> str:
         """The interpreter to run the worker with, building the environment if needed."""
+        from cogserve.envs import builder  # only to build: a reuse never imports it
+
         if self.find_ready() is None:
             on_line(f"cogserve: building the model's environment {self.key} "
                     f"in {self.store.root}\n")

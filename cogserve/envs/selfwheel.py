@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.metadata
 import os
 import pathlib
 import re
 import tempfile
-import zipfile
 from functools import cache
+from typing import TYPE_CHECKING
 
 import cogserve
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 PACKAGE = pathlib.Path(cogserve.__file__).parent
 
@@ -47,6 +49,8 @@ PARENT_ONLY = re.compile(r"^uv\b(?![-.\w])")
 
 def requirements() -> list[str]:
     """cogserve's own dependencies (without extras) that the worker's environment gets."""
+    import importlib.metadata  # here: 10+ ms to import, and a start that reuses never needs it
+
     return [r for r in importlib.metadata.requires("cogserve") or []
             if "extra ==" not in r and not PARENT_ONLY.match(r)]
 
@@ -66,6 +70,9 @@ def _metadata(dist: importlib.metadata.Distribution) -> str:
 
 def ensure_wheel(folder: pathlib.Path) -> pathlib.Path:
     """The wheel for `cogserve_id()` in `folder`, written once (atomically)."""
+    import importlib.metadata
+    import zipfile
+
     version = importlib.metadata.version("cogserve")
     target = folder / cogserve_id() / f"cogserve-{version}-py3-none-any.whl"
     if target.exists():
