@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -213,17 +214,25 @@ def test_a_package_that_does_not_exist_is_setup_failed_with_uv_message() -> None
     assert leftovers() == []
 
 
-def test_predict_and_schema_run_in_the_environment_and_no_env_opts_out() -> None:
+def test_predict_and_schema_run_in_the_environment_and_no_env_opts_out(tmp_path) -> None:
     result = cogserve("predict", ENVS / "pillow10", timeout=300)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["pillow"] == "10.4.0"
     schema = cogserve("schema", ENVS / "pillow10", timeout=300)  # imports PIL: in the env
     assert schema.returncode == 0, schema.stderr
     assert "Output" in json.loads(schema.stdout)["components"]["schemas"]
+    # the same build as pillow10 (so the same environment), a model that needs nothing
+    (tmp_path / "cog.yaml").write_text('build:\n  python_version: "3.11"\n'
+                                       '  python_packages: ["pillow==10.4.0"]\n'
+                                       'run: "run.py:run"\n')
+    (tmp_path / "run.py").write_text("import sys\n\n\ndef run() -> str:\n"
+                                     "    return sys.prefix\n")
+    inside = cogserve("predict", tmp_path, timeout=300)
+    assert pathlib.Path(inside.stdout.strip()).parent == env_root(), inside.stderr
     for args, env in ((["--no-env"], {}), ([], {"COGSERVE_NO_ENV": "1"})):
-        own = cogserve("predict", ENVS / "pillow10", *args, env=env)
-        assert own.returncode == 1
-        assert "No module named 'PIL'" in own.stderr  # cogserve's own Python has no pillow
+        own = cogserve("predict", tmp_path, *args, env=env)
+        assert own.returncode == 0, own.stderr
+        assert own.stdout.strip() == sys.prefix  # cogserve's own Python
 
 
 def test_a_pin_that_conflicts_with_the_worker_names_both_requirements(tmp_path) -> None:
