@@ -8,24 +8,43 @@ from __future__ import annotations
 
 import base64
 import binascii
+import http.client
 import mimetypes
 import os
 import pathlib
 import re
-import shutil
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
 from email.message import Message
+from typing import Any
 
+from cogserve import netpolicy
 from cogserve.exceptions import FetchError
+from cogserve.worker.transfers import StopReason, Transfers, current
 
 DOWNLOAD_TIMEOUT = float(os.environ.get("COGSERVE_DOWNLOAD_TIMEOUT", "60"))
+DOWNLOAD_MAX_BYTES = int(float(os.environ.get("COGSERVE_DOWNLOAD_MAX_BYTES", str(1 << 30))))
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CHUNK = 1 << 20
 
 
-def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None) -> pathlib.Path:
-    """Download `url` into the folder `dest` and return the local path."""
+class DownloadStopped(FetchError):
+    """A download ended by its Transfers (cancel or deadline); `reason` says which."""
+
+    def __init__(self, message: str, reason: StopReason) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None,
+          transfers: Transfers | None = None) -> pathlib.Path:
+    """Download `url` into the folder `dest` and return the local path.
+
+    At most COGSERVE_DOWNLOAD_MAX_BYTES (0: no limit) are written; `transfers` stops
+    the download on cancel or deadline. A partial file is removed.
+    """
     label = field if index is None else f"{field}[{index}]"
     if url.startswith("data:"):
         return _fetch_data_url(url, dest, label, index)
@@ -35,33 +54,108 @@ def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None) ->
             f"input {label}: {_short(url)} is not an http, https or data URL; "
             "file inputs must be URLs"
         )
+    owner = transfers or Transfers(deadline=0)
+    current.transfers = owner
+    target: pathlib.Path | None = None
+    complete = False
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "cogserve"})
         with _opener().open(request, timeout=DOWNLOAD_TIMEOUT) as response:
+            _check_length(response, label, url)
             name = _name_from_response(response, url, index)
             target = _unique(dest, name)
             with open(target, "wb") as out:
-                shutil.copyfileobj(response, out, 1 << 20)
+                _copy(response, out, owner, label, url)
+            complete = True
             return target
     except urllib.error.HTTPError as exc:
         raise FetchError(f"input {label}: downloading {_short(url)} failed: HTTP {exc.code} "
                          f"{exc.reason}") from None
-    except urllib.error.URLError as exc:
-        raise FetchError(f"input {label}: downloading {_short(url)} failed: {exc.reason}") from None
-    except (TimeoutError, OSError) as exc:
-        raise FetchError(f"input {label}: downloading {_short(url)} failed: {exc}") from None
+    except FetchError:
+        raise
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        if owner.stopped is not None:
+            raise _stopped(owner.stopped, label, url) from None
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        raise FetchError(f"input {label}: downloading {_short(url)} failed: {reason}") from None
+    finally:
+        current.transfers = None
+        if target is not None and not complete:
+            target.unlink(missing_ok=True)  # a partial file frees its space at once
+
+
+def _check_length(response: Any, label: str, url: str) -> None:
+    length = response.headers.get("Content-Length", "")
+    if DOWNLOAD_MAX_BYTES and length.isdigit() and int(length) > DOWNLOAD_MAX_BYTES:
+        raise FetchError(f"input {label}: {_short(url)} is {int(length)} bytes; the limit is "
+                         f"{DOWNLOAD_MAX_BYTES} (COGSERVE_DOWNLOAD_MAX_BYTES)")
+
+
+def _copy(response: Any, out: Any, transfers: Transfers, label: str, url: str) -> None:
+    """Copy as bytes arrive (read1: one recv at a time), checking limits between them."""
+    size = 0
+    while True:
+        chunk = response.read1(_CHUNK)
+        if transfers.stopped is not None:
+            raise _stopped(transfers.stopped, label, url)
+        if not chunk:
+            return
+        size += len(chunk)
+        if DOWNLOAD_MAX_BYTES and size > DOWNLOAD_MAX_BYTES:
+            raise FetchError(f"input {label}: {_short(url)} exceeds the limit of "
+                             f"{DOWNLOAD_MAX_BYTES} bytes (COGSERVE_DOWNLOAD_MAX_BYTES)")
+        out.write(chunk)
+
+
+def _stopped(reason: StopReason, label: str, url: str) -> DownloadStopped:
+    return DownloadStopped(f"input {label}: downloading {_short(url)} stopped: {reason.value}",
+                           reason)
+
+
+def _connect(address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,
+             source_address: tuple[str, int] | None = None) -> socket.socket:
+    """Connect as http.client does, to an address the URL policy allows (after
+    resolution, for every request and redirect), registered with this download's
+    Transfers so that a cancel can shut it."""
+    sock = netpolicy.create_connection(
+        address, None if timeout is socket._GLOBAL_DEFAULT_TIMEOUT else timeout,
+        source_address, _POLICY)
+    owner: Transfers | None = getattr(current, "transfers", None)
+    if owner is not None:
+        owner.add(sock)
+    return sock
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    _create_connection = staticmethod(_connect)
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    _create_connection = staticmethod(_connect)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_HTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
 
 
 _http_only: urllib.request.OpenerDirector | None = None
+_POLICY = netpolicy.URLPolicy.from_env()
 
 
 def _opener() -> urllib.request.OpenerDirector:
-    """urllib's opener without its file: and ftp: handlers, so a redirect cannot reach them."""
+    """urllib's opener without its file: and ftp: handlers, so a redirect cannot reach
+    them, and with connections that apply the URL policy."""
     global _http_only
     if _http_only is None:
         opener = urllib.request.OpenerDirector()
         for handler in (urllib.request.ProxyHandler(), urllib.request.UnknownHandler(),
-                        urllib.request.HTTPHandler(), urllib.request.HTTPSHandler(),
+                        _HTTPHandler(), _HTTPSHandler(),
                         urllib.request.HTTPDefaultErrorHandler(),
                         urllib.request.HTTPRedirectHandler(),
                         urllib.request.HTTPErrorProcessor()):

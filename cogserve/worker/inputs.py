@@ -17,6 +17,8 @@ from cogserve.types import Path, Secret
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from cogserve.worker.transfers import Transfers
+
 _pool: ThreadPoolExecutor | None = None
 _URL_SCHEMES = ("http://", "https://", "data:")
 
@@ -31,11 +33,14 @@ def _downloads() -> ThreadPoolExecutor:
 
 
 def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Path],
-            opened: list[Any]) -> dict[str, Any]:
+            opened: list[Any], transfers: Callable[[], Transfers] | None = None
+            ) -> dict[str, Any]:
     """Build run()'s keyword arguments; file inputs are fetched in parallel into tmpdir().
 
     `tmpdir` is a callable so the folder is only created when a file is fetched: most
     predictions have no file input, and mkdtemp + rmtree would dominate a no-op run.
+    `transfers` makes the prediction's Transfers (what a cancel stops); a download
+    stopped by a cancel raises CancelationException, so the prediction ends canceled.
     """
     kwargs: dict[str, Any] = {}
     jobs: list[tuple[str, int | None, Any]] = []
@@ -51,12 +56,16 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
         kwargs[spec.name] = _convert(spec, spec.type, value, jobs)
     if jobs:
         # urllib/http.client/ssl cost ~10 ms of worker start; only file inputs need them
-        from cogserve.exceptions import FetchError
+        from cogserve.exceptions import CancelationException, FetchError
         from cogserve.worker.files import fetch
+        from cogserve.worker.transfers import StopReason
+        from cogserve.worker.transfers import Transfers as _Transfers
 
         folder = tmpdir()
+        owner = transfers() if transfers is not None else _Transfers()
+        owner.start_clock()
         futures = [
-            (name, index, kind, _downloads().submit(fetch, url, folder, name, index))
+            (name, index, kind, _downloads().submit(fetch, url, folder, name, index, owner))
             for name, index, (kind, url) in jobs
         ]
         errors = []
@@ -66,6 +75,9 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
                 results[(name, index)] = (kind, future.result())
             except Exception as exc:  # noqa: BLE001 - reported per input
                 errors.append(str(exc))
+        owner.finish()
+        if owner.stopped is StopReason.CANCEL:
+            raise CancelationException()
         if errors:
             raise FetchError("; ".join(errors))
         for (name, index), (kind, path) in results.items():

@@ -246,6 +246,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
             job = jobs.get(message["id"])
             if job is not None and job.task is not None:
                 job.cancel_requested = True
+                job.stop_transfers()
                 job.task.cancel()
             elif job is None:
                 predict.remember_early_cancel(message["id"])

@@ -26,6 +26,7 @@ from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
 from cogserve.worker import inputs, logs, outputs, tempdirs
 from cogserve.worker.logs import LogTarget, Router
+from cogserve.worker.transfers import StopReason, Transfers
 
 if TYPE_CHECKING:
     import asyncio
@@ -53,6 +54,19 @@ class Job:
         self._tmpdir: pathlib.Path | None = None
         self.opened: list[Any] = []
         self.files_sent = False
+        self.transfers: Transfers | None = None  # downloads of file inputs, if any
+
+    def new_transfers(self) -> Transfers:
+        """The Transfers of this prediction's downloads (made only if it has files)."""
+        self.transfers = Transfers()
+        if self.cancel_requested:  # a cancel that came before: stop them at once
+            self.transfers.stop(StopReason.CANCEL)
+        return self.transfers
+
+    def stop_transfers(self) -> None:
+        """A cancel: downloads in progress stop now, not when they are complete."""
+        if self.transfers is not None:
+            self.transfers.stop(StopReason.CANCEL)
 
     def send(self, message: protocol.Message) -> None:
         """Send one of this prediction's messages (built by `cogserve.protocol`)."""
@@ -203,6 +217,7 @@ def cancel_sync(prediction_id: str) -> None:
         if job is None or job.id != prediction_id:
             return
     job.cancel_requested = True
+    job.stop_transfers()
     if job.task is not None and job.loop is not None:  # an async train() on the main thread
         job.loop.call_soon_threadsafe(job.task.cancel)
         return
@@ -277,7 +292,8 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
     started = time.perf_counter()
     spec = model.signature.output
     try:
-        kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened)
+        kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened,
+                                job.new_transfers)
         _enter_user(job)
         result = model.run(**kwargs)
         if spec.iterator:
@@ -344,10 +360,11 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         raw = job.raw_input()
         if _has_files(model):
             kwargs = await loop.run_in_executor(
-                None, inputs.prepare, model.signature, raw, job.tmpdir, job.opened
-            )
+                None, inputs.prepare, model.signature, raw, job.tmpdir, job.opened,
+                job.new_transfers)
         else:
-            kwargs = inputs.prepare(model.signature, raw, job.tmpdir, job.opened)
+            kwargs = inputs.prepare(model.signature, raw, job.tmpdir, job.opened,
+                                    job.new_transfers)
         result = model.run(**kwargs)
         if inspect.isawaitable(result):
             result = await result
