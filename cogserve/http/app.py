@@ -41,6 +41,8 @@ class App:
             self.prefixed.append(("/trainings/", self._training_item))
         # extra front ends (the V2 protocol) register a path prefix and an ASGI callable
         self.mounts: list[tuple[str, Any]] = []
+        # access control (http/security.py): raises HTTPError for a refused request
+        self.guard: Callable[[dict[str, Any]], None] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -56,6 +58,8 @@ class App:
             await send_json(send, 500, {"error": "Internal server error"})
 
     async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.guard is not None:
+            self.guard(scope)
         path: str = scope["path"]
         method: str = scope["method"]
         routes = self.exact.get(path)

@@ -13,6 +13,9 @@ WEBHOOK_DRAIN_SECONDS = 10.0
 
 def install(app: Any) -> None:
     """Called once when the app is built."""
+    from cogserve.http import security
+
+    security.install(app)  # first: the token and the shutdown switch
     _install_webhooks(app)
     _install_sse(app)
     _install_v2(app)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import cogserve
+from cogserve.netpolicy import BlockedAddress
 from cogserve.runtime.prediction import Prediction
 
 if TYPE_CHECKING:
@@ -200,6 +201,9 @@ class WebhookSender:
                 reason = f"HTTP {response.status_code}"
                 retry_after = _retry_after(response)
             except httpx.HTTPError as exc:
+                if _blocked(exc):  # the URL policy refuses it: retrying cannot help
+                    log.warning("webhook %s not sent: %s", self.url, exc)
+                    return
                 reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
             except Exception as exc:  # noqa: BLE001 - a bad URL must not kill the sender
                 log.warning("webhook %s cannot be sent: %s", self.url, exc)
@@ -211,6 +215,14 @@ class WebhookSender:
                 await asyncio.sleep(max(delay, min(retry_after, config.max_backoff)))
         log.warning("webhook %s failed after %d attempts (%s); giving up on this %s event",
                     self.url, config.max_attempts, reason, kind)
+
+
+def _blocked(exc: BaseException | None) -> bool:
+    while exc is not None:
+        if isinstance(exc, BlockedAddress):
+            return True
+        exc = exc.__cause__ or exc.__context__  # httpcore re-raises: only the context stays
+    return False
 
 
 def _retry_after(response: httpx.Response) -> float:

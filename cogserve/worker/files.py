@@ -127,11 +127,15 @@ def _connect(address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIM
 
 
 class _HTTPConnection(http.client.HTTPConnection):
-    _create_connection = staticmethod(_connect)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _connect  # http.client sets it per instance
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
-    _create_connection = staticmethod(_connect)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _connect
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):

@@ -1,0 +1,72 @@
+"""Optional access control: a bearer token for every route but health and metrics, and
+a switch that turns `POST /shutdown` off.
+
+By default cogserve behaves as Cog does: anyone who can reach the port may run
+predictions, read the schema and stop the server (a fuzzer did). These options are for
+a port that untrusted clients can reach. Health (`/health-check`, `/v2/health/*`) and
+`/metrics` stay open, so probes and scrapers need no secret.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from cogserve.exceptions import DefinitionError
+from cogserve.http.responses import HTTPError
+from cogserve.netpolicy import URLPolicy
+
+log = logging.getLogger("cogserve")
+
+OPEN_PATHS = frozenset({"/health-check", "/metrics", "/v2/health/live", "/v2/health/ready"})
+
+
+@dataclass(frozen=True)
+class AccessConfig:
+    token: str | None = None  # COGSERVE_AUTH_TOKEN
+    shutdown_route: bool = True  # COGSERVE_DISABLE_SHUTDOWN_ROUTE=1 turns it off
+
+    @classmethod
+    def from_env(cls) -> AccessConfig:
+        token = os.environ.get("COGSERVE_AUTH_TOKEN", "").strip() or None
+        disabled = os.environ.get("COGSERVE_DISABLE_SHUTDOWN_ROUTE", "").strip().lower()
+        try:
+            URLPolicy.from_env()  # refuse a misspelt policy at start, not at first use
+        except ValueError as exc:
+            raise DefinitionError(str(exc)) from None
+        return cls(token=token, shutdown_route=disabled not in ("1", "true", "yes"))
+
+
+class BearerGuard:
+    """Refuses a request without `Authorization: Bearer <token>` (401)."""
+
+    def __init__(self, token: str) -> None:
+        self.expected = f"Bearer {token}".encode()
+
+    def __call__(self, scope: dict[str, Any]) -> None:
+        if scope["path"] in OPEN_PATHS:
+            return
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                if hmac.compare_digest(value, self.expected):
+                    return
+                break
+        raise HTTPError(401, {"error": "Unauthorized: send the server's token as "
+                                       "`Authorization: Bearer <token>`"},
+                        [(b"www-authenticate", b'Bearer realm="cogserve"')])
+
+
+async def _shutdown_disabled(*_: Any) -> None:
+    raise HTTPError(403, {"error": "POST /shutdown is disabled on this server "
+                                   "(COGSERVE_DISABLE_SHUTDOWN_ROUTE); stop it with SIGTERM"})
+
+
+def install(app: Any, config: AccessConfig | None = None) -> None:
+    chosen = config or AccessConfig.from_env()
+    if chosen.token:
+        app.guard = BearerGuard(chosen.token)
+    if not chosen.shutdown_route:
+        app.exact["/shutdown"] = {"POST": _shutdown_disabled}
