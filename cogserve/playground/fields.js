@@ -130,6 +130,7 @@ export class Field {
   }
 
   grow() {
+    if (!this.input.scrollHeight) return; // not laid out yet (a hidden tab): keep its rows
     this.input.style.height = "auto";
     this.input.style.height = `${Math.min(this.input.scrollHeight + 2, 400)}px`;
   }

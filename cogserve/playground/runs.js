@@ -47,7 +47,7 @@ export class RunPanel {
     const modes = streaming ? ["stream", "sync", "async"] : ["sync", "async"];
     this.mode = h("select", { "aria-label": "How to run", class: "mode" },
       modes.map((m) => h("option", { value: m, text: {
-        stream: "stream (SSE)", sync: "wait for the result", async: "async (poll)" }[m] })));
+        stream: "stream (SSE)", sync: "sync", async: "async (polling)" }[m] })));
     this.runButton = h("button", { type: "submit", class: "primary", text: "Run" });
     this.cancelButton = h("button", { type: "button", class: "danger", text: "Cancel",
                                       disabled: true, onclick: () => this.cancel() });
