@@ -86,3 +86,13 @@ def test_no_playground_turns_it_off() -> None:
         for path in ("/docs", "/playground", "/docs/main.js", "/docs/playground.json"):
             assert server.client.get(path).status_code == 404, path
         assert server.predict().json()["status"] == "succeeded"  # the API is unchanged
+
+
+def test_with_a_token_the_page_is_open_and_the_api_is_not() -> None:
+    with Server("playground_image", env={"COGSERVE_AUTH_TOKEN": "sekrit"}) as server:
+        for path in ("/docs", "/playground", "/docs/main.js", "/docs/playground.css"):
+            assert server.client.get(path).status_code == 200, path
+        for path in ("/docs/playground.json", "/openapi.json", "/docs/nothing.js"):
+            assert server.client.get(path).status_code == 401, path
+        auth = {"Authorization": "Bearer sekrit"}
+        assert server.client.get("/docs/playground.json", headers=auth).status_code == 200

@@ -64,7 +64,8 @@ def open_page(browser: Any) -> Iterator[Callable[..., Any]]:
     contexts: list[Any] = []
     errors: list[str] = []
 
-    def start(server: Server, path: str = "/docs", route: Any = None, **options: Any) -> Any:
+    def start(server: Server, path: str = "/docs", route: Any = None, ready: bool = True,
+              **options: Any) -> Any:
         context = browser.new_context(viewport=options.pop("viewport",
                                                            {"width": 1280, "height": 900}),
                                       **options)
@@ -75,7 +76,8 @@ def open_page(browser: Any) -> Iterator[Callable[..., Any]]:
         page.set_default_timeout(WAIT_MS)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(server.url + path)
-        page.wait_for_selector("body[data-ready=true]")
+        if ready:
+            page.wait_for_selector("body[data-ready=true]")
         return page
 
     yield start
@@ -405,3 +407,22 @@ def test_outputs_are_rendered_by_type(open_page: Any, inputs_server: Server) -> 
     assert shown["gallery"]["media"] == ["IMG", "IMG"]
     assert shown["object"]["tag"] == "PRE"
     assert json.loads(shown["object"]["text"]) == {"score": 0.5, "tags": ["x"]}
+
+
+def test_a_server_with_a_token_asks_for_it_once(open_page: Any) -> None:
+    with Server("playground_image", env={"COGSERVE_AUTH_TOKEN": "sekrit"}) as server:
+        page = open_page(server, ready=False)  # the page itself is open; the API is not
+        auth = page.locator("#auth")
+        auth.get_by_label("Token").fill("wrong")
+        auth.get_by_role("button", name="Use token").click()
+        auth.get_by_text("That token was refused.").wait_for()
+        auth.get_by_label("Token").fill("sekrit")
+        auth.get_by_role("button", name="Use token").click()
+        page.wait_for_selector("body[data-ready=true]")
+        assert auth.is_hidden()
+        page.get_by_role("button", name="Run").click()
+        page.wait_for_selector(".status.succeeded")
+        assert page.locator(".output img").evaluate("img => img.naturalWidth") == 320
+        curl = page.get_by_test_id("curl").text_content()
+        assert '-H "Authorization: Bearer $COGSERVE_AUTH_TOKEN"' in curl
+        assert "sekrit" not in curl

@@ -105,3 +105,5 @@ def install(app: Any) -> None:
     for path in PAGES:
         app.exact[path] = {"GET": playground.page}
     app.prefixed.append((ASSET_PREFIX, playground.asset))
+    if app.guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
+        app.guard.allow(*PAGES, *(ASSET_PREFIX + name for name in playground.assets))

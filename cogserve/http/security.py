@@ -45,9 +45,15 @@ class BearerGuard:
 
     def __init__(self, token: str) -> None:
         self.expected = f"Bearer {token}".encode()
+        self.open_paths = set(OPEN_PATHS)
+
+    def allow(self, *paths: str) -> None:
+        """Leave these paths open too (the playground's page and files: a browser cannot
+        send a header when it opens a page, and they hold nothing of the server's)."""
+        self.open_paths.update(paths)
 
     def __call__(self, scope: dict[str, Any]) -> None:
-        if scope["path"] in OPEN_PATHS:
+        if scope["path"] in self.open_paths:
             return
         for name, value in scope["headers"]:
             if name == b"authorization":

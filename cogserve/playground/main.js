@@ -2,6 +2,7 @@
 // Plain JavaScript modules with no dependencies and no build step, so they ship inside
 // the Python package and work offline. Values from the model are only ever put into the
 // page as text (textContent) or as media/link URLs, never as HTML.
+import { api } from "./api.js";
 import { h, sleep } from "./dom.js";
 import { RunPanel } from "./runs.js";
 import { V2Panel } from "./v2.js";
@@ -59,7 +60,7 @@ async function watchHealth() {
 async function loadSchema() {
   // /openapi.json answers 503 while the model loads: wait for it
   for (;;) {
-    const response = await fetch("openapi.json");
+    const response = await api("openapi.json");
     if (response.ok) return response.json();
     const health = await watchHealth();
     if (health && ["SETUP_FAILED", "DEFUNCT"].includes(health.status)) return null;
@@ -88,7 +89,7 @@ function showTabs(tabs) {
 
 async function main() {
   setupTheme();
-  const config = await (await fetch("docs/playground.json")).json();
+  const config = await (await api("docs/playground.json")).json();
   document.getElementById("model-name").textContent = config.model_name;
   document.title = `${config.model_name} · cogserve playground`;
   await watchHealth();

@@ -1,4 +1,5 @@
 // A prediction or training tab: the form, running it (sync, async, SSE), cancel, recent runs.
+import { api, hasToken } from "./api.js";
 import { errorText, h, newId, readJSON, shellQuote, sleep } from "./dom.js";
 import { Field, FieldError } from "./fields.js";
 import { FINAL_STATUSES, OutputView } from "./outputs.js";
@@ -150,7 +151,7 @@ export class RunPanel {
     this.view.setRequest(this.curlFor(path, headers, body, mode));
     this.setRunning(true);
     try {
-      const response = await fetch(path, { method: "PUT", headers, body });
+      const response = await api(path, { method: "PUT", headers, body });
       if (!response.ok) {
         const answer = await readJSON(response);
         if (response.status === 422 && answer.detail) {
@@ -179,6 +180,8 @@ export class RunPanel {
     const url = new URL(path, location.href).href;
     const parts = [`curl -s${mode === "stream" ? "N" : ""} -X PUT ${shellQuote(url)}`];
     for (const [k, v] of Object.entries(headers)) parts.push(`-H ${shellQuote(`${k}: ${v}`)}`);
+    // the token itself stays out of the clipboard: the shell fills it in
+    if (hasToken()) parts.push('-H "Authorization: Bearer $COGSERVE_AUTH_TOKEN"');
     parts.push(`--data-binary ${shellQuote(body)}`);
     return parts.join(" \\\n  ");
   }
@@ -188,7 +191,7 @@ export class RunPanel {
     let prediction = first;
     while (!FINAL_STATUSES.includes(prediction.status)) {
       await sleep(POLL_MS);
-      const response = await fetch(`${this.base}/${encodeURIComponent(id)}`);
+      const response = await api(`${this.base}/${encodeURIComponent(id)}`);
       const answer = await readJSON(response);
       if (!response.ok) {
         this.view.fail(`Polling GET /${this.base}/${id} answered ${response.status}: `
@@ -245,7 +248,7 @@ export class RunPanel {
     this.cancelButton.disabled = true;
     // a 404 while our PUT is still on its way means the server has not seen it yet: retry
     for (let attempt = 0; attempt < 20 && this.running && this.current === id; attempt += 1) {
-      const response = await fetch(`${this.base}/${encodeURIComponent(id)}/cancel`,
+      const response = await api(`${this.base}/${encodeURIComponent(id)}/cancel`,
                                    { method: "POST" });
       if (response.ok) return;
       if (response.status !== 404) {
@@ -268,7 +271,7 @@ export class RunPanel {
   async reopen(id) {
     if (this.running) return;
     this.view.reset(id);
-    const response = await fetch(`${this.base}/${encodeURIComponent(id)}`);
+    const response = await api(`${this.base}/${encodeURIComponent(id)}`);
     const answer = await readJSON(response);
     if (!response.ok) {
       this.view.setStatus("unknown");

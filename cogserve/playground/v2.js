@@ -1,4 +1,5 @@
 // The V2 tab of a tensor model: its Open Inference Protocol metadata and one inference.
+import { api } from "./api.js";
 import { errorText, h, readJSON } from "./dom.js";
 
 export class V2Panel {
@@ -27,7 +28,7 @@ export class V2Panel {
   }
 
   async load() {
-    const response = await fetch(this.base);
+    const response = await api(this.base);
     const answer = await readJSON(response);
     this.meta.textContent = JSON.stringify(answer, null, 2);
     if (!response.ok) return;
@@ -66,7 +67,7 @@ export class V2Panel {
       this.error.textContent = `not valid JSON: ${e.message}`;
       return;
     }
-    const response = await fetch(`${this.base}/infer`, {
+    const response = await api(`${this.base}/infer`, {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ inputs }),
     });
