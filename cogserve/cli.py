@@ -15,7 +15,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from cogserve import protocol
 from cogserve.config import ModelConfig, load_config
 from cogserve.exceptions import DefinitionError
 
@@ -43,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
                        default=int(os.environ.get("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024)))
     serve.add_argument("--no-playground", dest="playground", action="store_false",
                        help="do not serve the browser playground at /docs")
+    _capacity_flags(serve)
 
     for name, help_text in (("predict", "run one prediction"), ("run", "same as predict"),
                             ("train", "run one training")):
@@ -94,6 +94,49 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
 
 
+def _capacity_flags(serve: argparse.ArgumentParser) -> None:
+    """Queue, pool, deadline and reload flags; unset ones keep the environment's value."""
+    group = serve.add_argument_group("capacity (defaults: Cog's behaviour)")
+    group.add_argument("--queue-size", type=int, default=None, metavar="N",
+                       help="predictions that may wait for a free slot (COGSERVE_QUEUE_SIZE; "
+                            "default 0: answer 409 at once, as Cog does); a full queue "
+                            "answers 429 with Retry-After")
+    group.add_argument("--queue-timeout", type=float, default=None, metavar="S",
+                       help="fail a prediction that waited longer than S seconds in the queue "
+                            "(COGSERVE_QUEUE_TIMEOUT)")
+    group.add_argument("--predict-timeout", type=float, default=None, metavar="S",
+                       help="cancel and fail a prediction that runs longer than S seconds "
+                            "(COGSERVE_PREDICT_TIMEOUT; a request's X-Prediction-Timeout "
+                            "header may ask for less)")
+    group.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="worker processes, each running setup() once (COGSERVE_WORKERS, "
+                            "default 1)")
+    group.add_argument("--gpus", default=None, metavar="LIST",
+                       help="CUDA_VISIBLE_DEVICES per worker, round-robin from a comma-"
+                            "separated list, e.g. 0,1 (COGSERVE_GPUS)")
+    group.add_argument("--reload", action="store_true",
+                       help="restart the workers when a .py file or cog.yaml in the model "
+                            "folder changes (development)")
+
+
+def _apply_capacity(args: argparse.Namespace, settings: Any) -> None:
+    from cogserve.runtime.service import parse_gpus
+
+    for name in ("queue_size", "queue_timeout", "predict_timeout", "workers"):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if value < 0 or (name == "workers" and value < 1):
+            raise SystemExit(f"error: --{name.replace('_', '-')} must be "
+                             f"{'at least 1' if name == 'workers' else 'positive or 0'}")
+        if name.endswith("timeout") and value == 0:
+            value = None  # 0: no limit
+        setattr(settings, name, value)
+    if args.gpus is not None:
+        settings.gpus = parse_gpus(args.gpus)
+    settings.predictor = args.predictor
+
+
 def _configure_logging() -> None:
     level = os.environ.get("COG_LOG_LEVEL", "INFO").upper()
     fmt = os.environ.get("LOG_FORMAT", "json")
@@ -135,11 +178,12 @@ def _serve(args: argparse.Namespace) -> None:
     settings.model_version = args.model_version
     settings.environment = model_env.for_model(config, args.no_env)
     settings.playground = args.playground
+    _apply_capacity(args, settings)
     uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
         os.environ.get("COG_LOG_LEVEL", "").upper(), "warning")
     server.run(config, settings, args.host, args.port,
                await_explicit_shutdown=args.await_explicit_shutdown,
-               max_body=args.max_body_bytes, log_level=uvicorn_level)
+               max_body=args.max_body_bytes, log_level=uvicorn_level, reload=args.reload)
 
 
 def _schema(args: argparse.Namespace) -> None:
@@ -272,8 +316,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
         await service.stop()
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    assert service.worker is not None
-    service.worker.send_control(protocol.go())
+    service.go()
     await service.ready.wait()
     if service.status != "READY":  # its logs were printed as they came
         lines = service.setup["logs"].strip().splitlines()

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import cogserve
+from cogserve.http.deadline import request_timeout
 from cogserve.http.responses import HTTPError, header, parse_json, read_body, send_json
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service, ServiceError, generate_id
@@ -120,7 +121,7 @@ class CogRoutes:
         try:
             service.check_accepting()
         except ServiceError as exc:
-            raise HTTPError(exc.status, exc.body) from None
+            raise HTTPError(exc.status, exc.body, exc.headers) from None
         raw_input = body.get("input", {})
         if raw_input is None:
             raw_input = {}
@@ -150,9 +151,10 @@ class CogRoutes:
                 webhook_events_filter=events, output_file_prefix=prefix,
                 context=context, listeners=listeners, remember=True,
                 model_context=model_context,
+                timeout=request_timeout(scope),
             )
         except ServiceError as exc:
-            raise HTTPError(exc.status, exc.body) from None
+            raise HTTPError(exc.status, exc.body, exc.headers) from None
         await self._respond(scope, receive, send, prediction, respond_async, wants_sse,
                             created=True)
 

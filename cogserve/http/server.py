@@ -46,7 +46,7 @@ def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_B
 
 async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
                 await_explicit_shutdown: bool = False, max_body: int = DEFAULT_MAX_BODY,
-                log_level: str = "warning") -> None:
+                log_level: str = "warning", reload: bool = False) -> None:
     app, service, stop = build(config, settings, max_body)
     uv_config = uvicorn.Config(
         app, host=host, port=port, loop="none", lifespan="on",
@@ -68,9 +68,9 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
         # the first Ctrl-C drains in-flight predictions, as SIGTERM does; the worker has its
         # own process group and does not see the key. A second one ends the worker, so
         # those predictions fail at once ("the worker process was killed by SIGKILL").
-        if stop.is_set() and service.worker is not None:
-            log.warning("second interrupt: stopping the worker without waiting")
-            service.worker.kill()
+        if stop.is_set():
+            log.warning("second interrupt: stopping the workers without waiting")
+            service.kill_workers()
         stop.set()
 
     loop.add_signal_handler(signal.SIGINT, on_sigint)
@@ -82,10 +82,17 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
         server.should_exit = True
 
     watcher = loop.create_task(shutdown_when_asked())
+    reloader = None
+    if reload:
+        from cogserve.runtime.reload import watch
+
+        reloader = loop.create_task(watch(service, stop))
     try:
         await server.serve()
     finally:
         watcher.cancel()
+        if reloader is not None:
+            reloader.cancel()
         await service.stop()
         if server.started is False and not stop.is_set():
             raise SystemExit(1)

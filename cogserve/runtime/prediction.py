@@ -35,7 +35,7 @@ class Prediction:
         "id", "kind", "input", "status", "output", "_outputs", "iterator", "_logs", "error",
         "metrics", "created_at", "started_at", "completed_at", "predict_time", "webhook",
         "webhook_events_filter", "output_file_prefix", "listeners", "done", "tail",
-        "context", "cancel_requested",
+        "context", "cancel_requested", "worker", "timeout", "deadline", "deadline_passed",
     )
 
     def __init__(
@@ -72,6 +72,10 @@ class Prediction:
         self.tail: asyncio.Task[None] | None = None  # serialises slow (file) events
         self.context = context or {}  # trace headers and such, passed on to webhooks
         self.cancel_requested = False
+        self.worker: Any = None  # the pool member running it (runtime/pool.py); None: queued
+        self.timeout: float | None = None  # seconds it may run (--predict-timeout, per request)
+        self.deadline: asyncio.TimerHandle | None = None
+        self.deadline_passed = False
 
     # ------------------------------------------------------------ reading
 

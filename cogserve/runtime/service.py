@@ -1,9 +1,11 @@
-"""The parent's single owner of runtime state: health, slots, predictions, the worker.
+"""The parent's single owner of runtime state: health, predictions, the queue.
 
-HTTP front ends (Cog's routes, V2) call `create`, `cancel` and `health`; the worker's
-messages arrive through `_on_control` / `_on_data`. A slot is taken before a
-prediction is sent to the worker and given back as soon as its terminal message
-arrives, before any response is written, so a sequential client never sees 409.
+HTTP front ends (Cog's routes, V2) call `create`, `cancel` and `health`; the workers'
+messages arrive through `_on_control` / `_on_data`. Worker processes and their slots
+belong to the `Pool` (`runtime/pool.py`). A slot is taken before a prediction is sent
+to a worker and given back as soon as its terminal message arrives, before any
+response is written, so a sequential client never sees 409. With `--queue-size` a
+prediction that finds no free slot waits in the `Backlog` instead of getting 409.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ import orjson
 
 import cogserve
 from cogserve import protocol
-from cogserve.config import ModelConfig, env_float, env_int
+from cogserve.config import ModelConfig, env_float, env_int, load_config
+from cogserve.exceptions import DefinitionError
 from cogserve.protocol import FromWorker, Mode, UserHealth
+from cogserve.runtime.backlog import Backlog
 from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
 from cogserve.runtime.outputs import resolve_files
+from cogserve.runtime.pool import Member, Pool, Restart, WorkerState
 from cogserve.runtime.prediction import Prediction, iso, now
 from cogserve.runtime.store import (
     BYTES_VARIABLE,
@@ -48,10 +53,12 @@ log = logging.getLogger("cogserve")
 class ServiceError(Exception):
     """A request the runtime refuses, with the HTTP status and JSON body to send."""
 
-    def __init__(self, status: int, body: Any) -> None:
+    def __init__(self, status: int, body: Any,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
         super().__init__(body)
         self.status = status
         self.body = body
+        self.headers = headers or []
 
 
 @dataclass
@@ -72,6 +79,12 @@ class Settings:
     playground: bool = True  # the browser page at /docs (--no-playground)
     extra_env: dict[str, str] = field(default_factory=dict)
     environment: ModelEnvironment | None = None  # the model's own packages (cogserve/envs)
+    queue_size: int = 0  # predictions that may wait for a slot; 0 = Cog's immediate 409
+    queue_timeout: float | None = None  # seconds one may wait there before it fails
+    predict_timeout: float | None = None  # seconds a prediction may run (its deadline)
+    workers: int = 1  # worker processes, each with the model's slots
+    gpus: list[str] = field(default_factory=list)  # CUDA_VISIBLE_DEVICES, round-robin
+    predictor: str | None = None  # --predictor, kept when --reload re-reads cog.yaml
 
     @classmethod
     def from_env(cls, config: ModelConfig, upload_url: str | None = None) -> Settings:
@@ -88,6 +101,11 @@ class Settings:
             recent_count=env_int(COUNT_VARIABLE, DEFAULT_COUNT) or 0,
             recent_bytes=env_int(BYTES_VARIABLE, DEFAULT_BYTES) or 0,
             extra_env=config.environment,
+            queue_size=max(0, env_int("COGSERVE_QUEUE_SIZE", 0) or 0),
+            queue_timeout=env_float("COGSERVE_QUEUE_TIMEOUT", None) or None,
+            predict_timeout=env_float("COGSERVE_PREDICT_TIMEOUT", None) or None,
+            workers=max(1, env_int("COGSERVE_WORKERS", 1) or 1),
+            gpus=parse_gpus(os.environ.get("COGSERVE_GPUS", "")),
         )
 
 
@@ -95,31 +113,41 @@ class Service:
     def __init__(self, config: ModelConfig, settings: Settings) -> None:
         self.config = config
         self.settings = settings
-        self.status = "STARTING"
         self.setup: dict[str, Any] = {"started_at": None, "completed_at": None,
                                       "status": "starting", "logs": ""}
         self._setup_logs: list[str] = []
+        self._setup_open = False  # the setup document describes a (re)start under way
         self.schema: dict[str, Any] | None = None
         self.validators: dict[str, InputValidator] = {}
         self.is_async = False
         self.streaming = False
         self.has_healthcheck = False
-        self.slots = 1
-        self.free = 0
-        self.predictions: dict[str, Prediction] = {}  # running
+        self.pool = Pool(settings.workers, settings.gpus)
+        self.backlog: Backlog | None = None
+        if settings.queue_size > 0:
+            self.backlog = Backlog(settings.queue_size, settings.queue_timeout,
+                                   self._queue_timed_out)
+        self._config_error: str | None = None  # cog.yaml --reload could not read
+        self._mean_run = 1.0  # seconds, moving average: the queue's Retry-After estimate
+        self.predictions: dict[str, Prediction] = {}  # queued and running
         self.recent = FinishedStore(settings.recent_count, settings.recent_bytes)
         self.fatal_reason: str | None = None
-        self.worker: WorkerProcess | None = None
         self.ready = asyncio.Event()  # set once setup has finished, either way
         self.shutting_down = False
         self._health_waiters: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._health_seq = 0
-        self._setup_timer: asyncio.TimerHandle | None = None
-        self._restarting = False
         # One folder for all of this server's temporary files: the worker's TMPDIR (so
         # its prediction folders and the model's tempfiles land here) and input spill
-        # files. Emptied when the worker (re)starts, removed when the server stops.
+        # files; with several workers, one subfolder each. A worker's folder is emptied
+        # when it (re)starts; the whole folder is removed when the server stops.
         self.tmp_root = tempfile.mkdtemp(prefix=protocol.SERVER_DIR_PREFIX)
+        self._tmp_dirs = {self.tmp_root}
+        if len(self.pool) > 1:
+            for member in self.pool.members:
+                member.tmpdir = os.path.join(self.tmp_root, f"worker-{member.index}")
+                self._tmp_dirs.add(member.tmpdir)
+        else:
+            self.pool.members[0].tmpdir = self.tmp_root
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
@@ -129,17 +157,17 @@ class Service:
 
     # ------------------------------------------------------------ lifecycle
 
+    @property
+    def status(self) -> str:
+        """The server's state: derived from its workers' (see `Pool.state`)."""
+        return self.pool.state.value
+
     async def start(self) -> None:
-        self.status = "STARTING"
-        self.setup = {"started_at": iso(now()), "completed_at": None, "status": "starting",
-                      "logs": ""}
-        self._setup_logs = []
-        self.ready.clear()
-        clear_folder(self.tmp_root)
+        self._open_setup()
         environment = self.settings.environment
         if environment is not None and environment.find_ready() is None:
             # a build takes minutes: meanwhile health answers STARTING, uv's output goes
-            # to setup.logs, and the worker starts once the environment is ready
+            # to setup.logs, and the workers start once the environment is ready
             self._building = asyncio.get_running_loop().create_task(
                 self._build_then_launch(environment))
             return
@@ -160,34 +188,75 @@ class Service:
                 log.exception("building the model's environment failed")
             self.fatal_reason = f"could not build the model's environment: {detail}"
             self._setup_logs.append(f"cogserve: {self.fatal_reason}\n")
-            self.status = "SETUP_FAILED"
-            self._finish_setup("failed")
+            for member in self.pool.members:
+                member.state = WorkerState.SETUP_FAILED
             log.error("%s", self.fatal_reason)
+            self._settle()
             return
         if not self.shutting_down:
             await self._launch()
 
     async def _launch(self) -> None:
+        for member in self.pool.members:
+            await self._start_member(member)
+
+    async def _start_member(self, member: Member) -> None:
+        if not self._setup_open and self.pool.state is not WorkerState.READY:
+            self._open_setup()  # the server as a whole is (re)starting: a new setup document
+        # its setup logs go to that document; a replacement's (others serve) to the log
+        member.in_setup_document = self._setup_open
+        member.restart = Restart.NONE
+        member.draining = False
+        member.free = 0
+        if self._config_error is not None:  # --reload read a broken cog.yaml
+            member.state = WorkerState.SETUP_FAILED
+            if self._config_error not in self._setup_logs:
+                self._setup_logs.append(self._config_error)
+            self._settle()
+            return
+        member.state = WorkerState.STARTING
+        clear_folder(member.tmpdir)
         # a train-only model (cog.yaml names only `train:`) runs its trainer as the model
-        train_only = not self.config.predict_ref and bool(self.config.train_ref)
+        config = self.config
+        train_only = not config.predict_ref and bool(config.train_ref)
         environment = self.settings.environment
-        env = {"TMPDIR": self.tmp_root, **self.settings.extra_env}
+        env = {"TMPDIR": member.tmpdir, **self.settings.extra_env, **self.pool.env_for(member)}
         if environment is not None:
             env.update(environment.worker_env())
-        self.worker = WorkerProcess(
-            WorkerSpec(ref=self.config.ref("train" if train_only else "predict"),
-                       directory=str(self.config.directory),
+        member.process = WorkerProcess(
+            WorkerSpec(ref=config.ref("train" if train_only else "predict"),
+                       directory=str(config.directory),
                        mode=Mode.TRAIN if train_only else Mode.PREDICT,
-                       train_ref=None if train_only else self.config.train_ref,
+                       train_ref=None if train_only else config.train_ref,
                        env=env,
                        schema_only=self.gate,
                        python=environment.python if environment else sys.executable),
-            self._on_control, self._on_data, self._on_exit,
+            lambda message: self._on_control(member, message), self._on_data,
+            lambda code: self._on_exit(member, code),
         )
-        await self.worker.start()
+        await member.process.start()
         if self.settings.setup_timeout:
             loop = asyncio.get_running_loop()
-            self._setup_timer = loop.call_later(self.settings.setup_timeout, self._setup_timed_out)
+            member.setup_timer = loop.call_later(self.settings.setup_timeout,
+                                                 self._setup_timed_out, member)
+
+    def _open_setup(self) -> None:
+        self.setup = {"started_at": iso(now()), "completed_at": None, "status": "starting",
+                      "logs": ""}
+        self._setup_logs = []
+        self._setup_open = True
+        self.ready.clear()
+
+    def go(self) -> None:
+        """`cogserve predict`: the schema was read; let the worker run setup()."""
+        for member in self.pool.members:
+            if member.process is not None:
+                member.process.send_control(protocol.go())
+
+    def kill_workers(self) -> None:
+        for member in self.pool.members:
+            if member.process is not None:
+                member.process.kill()
 
     async def stop(self) -> None:
         self.shutting_down = True
@@ -195,15 +264,16 @@ class Service:
             self._building.cancel()  # ends uv; the half-built environment is removed
             with contextlib.suppress(asyncio.CancelledError):
                 await self._building
-        if self.worker is not None:
-            await self.worker.stop()
+        await asyncio.gather(*(m.process.stop() for m in self.pool.members
+                               if m.process is not None))
         shutil.rmtree(self.tmp_root, ignore_errors=True)
 
     async def drain(self) -> None:
-        """Let in-flight predictions finish, within bounds, then run the on_drain hooks.
+        """Let in-flight (and queued) predictions finish, within bounds, then run the
+        on_drain hooks.
 
         Predictions get `drain_timeout` seconds; those still running are then canceled,
-        and those that outlive `cancel_timeout` too are failed and the worker is killed.
+        and those that outlive `cancel_timeout` too are failed and the workers are killed.
         So a shutdown takes at most drain_timeout + cancel_timeout (+ the webhook drain),
         which must fit in the orchestrator's grace period (Kubernetes:
         terminationGracePeriodSeconds, default 30 s, after which it sends SIGKILL).
@@ -219,8 +289,7 @@ class Service:
                     self._complete(prediction, "failed", "prediction failed: the server shut "
                                    "down before it finished (it ignored the cancel that "
                                    "followed the drain timeout)")
-                if self.worker is not None:
-                    self.worker.kill()
+                self.kill_workers()
         for hook in self.on_drain:
             await hook()
 
@@ -236,38 +305,76 @@ class Service:
                                timeout=remaining)
         return True
 
-    def _setup_timed_out(self) -> None:
-        if self.status == "STARTING":
-            timeout = self.settings.setup_timeout
-            self._finish_setup("failed", f"setup() did not finish within {timeout:g} seconds "
-                               "(COG_SETUP_TIMEOUT)\n")
-            self.status = "SETUP_FAILED"
-            if self.worker is not None:
-                self.worker.kill()
+    async def reload(self) -> None:
+        """New code (--reload): restart every worker, each once its predictions finished."""
+        self._config_error = None
+        try:
+            config = load_config(self.config.directory, self.settings.predictor)
+            config.ref("predict" if config.predict_ref or not config.train_ref else "train")
+            self.config = config
+        except DefinitionError as exc:  # shown in /health-check once the workers restart
+            log.error("reload: %s", exc)
+            self._config_error = f"cogserve: {exc}\n"
+        for member in self.pool.members:
+            member.restart = Restart.RELOAD
+            member.draining = True
+            process = member.process
+            if process is None or process.exit_code is not None:
+                await self._start_member(member)  # it had ended (a failed setup)
+            elif member.state is not WorkerState.READY:
+                process.kill()  # mid-setup or failed: its exit starts the new one
+            elif member.idle:
+                asyncio.get_running_loop().create_task(process.stop())
+            # else: busy; its last prediction's completion stops it (_stop_drained)
 
-    def _finish_setup(self, status: str, extra_log: str = "") -> None:
-        if self._setup_timer is not None:
-            self._setup_timer.cancel()
-            self._setup_timer = None
-        if extra_log:
-            self._setup_logs.append(extra_log)
+    def _setup_timed_out(self, member: Member) -> None:
+        member.setup_timer = None
+        if member.state is WorkerState.STARTING:
+            timeout = self.settings.setup_timeout
+            self._setup_logs.append(f"setup() did not finish within {timeout:g} seconds "
+                                    "(COG_SETUP_TIMEOUT)\n")
+            member.state = WorkerState.SETUP_FAILED
+            if member.process is not None:
+                member.process.kill()
+            self._settle()
+
+    def _finish_setup(self, status: str) -> None:
+        self._setup_open = False
         self.setup["completed_at"] = iso(now())
         self.setup["status"] = status
         self.setup["logs"] = "".join(self._setup_logs)
         self.ready.set()
 
+    def _settle(self) -> None:
+        """After a worker changed state: close the setup document once the server is no
+        longer starting, and run or fail what waits in the queue."""
+        state = self.pool.state
+        if self._setup_open and state is not WorkerState.STARTING:
+            self._finish_setup("succeeded" if state is WorkerState.READY else "failed")
+        if self.backlog is not None:
+            if state in (WorkerState.SETUP_FAILED, WorkerState.DEFUNCT):
+                reason = self.fatal_reason or "setup failed"
+                for prediction in self.backlog.drain():
+                    self._complete(prediction, "failed",
+                                   f"prediction failed: the model cannot run ({reason})")
+            else:
+                self._run_queued()
+
     # ------------------------------------------------------------ worker messages
 
-    def _on_control(self, message: protocol.Message) -> None:
+    def _on_control(self, member: Member, message: protocol.Message) -> None:
         kind = message.get(protocol.KIND)
         if kind == FromWorker.LOG:
-            if self.status == "STARTING":
-                self._setup_logs.append(message["data"])  # joined when read: O(n), not O(n^2)
+            data = message["data"]
+            if len(self.pool) > 1:
+                data = f"[{member.label}] {data}"
+            if member.state is WorkerState.STARTING and member.in_setup_document:
+                self._setup_logs.append(data)  # joined when read: O(n), not O(n^2)
                 if self.on_setup_log is not None:
-                    self.on_setup_log(message["data"])
+                    self.on_setup_log(data)
             else:
                 stream = sys.stderr if message.get("source") == "stderr" else sys.stdout
-                stream.write(message["data"])
+                stream.write(data)
         elif kind == FromWorker.SCHEMA:
             self.schema = message["schema"]
             components = self.schema["components"]["schemas"]
@@ -279,32 +386,46 @@ class Service:
             self.is_async = message["is_async"]
             self.streaming = message["streaming"]
             self.has_healthcheck = message["has_healthcheck"]
-            self.slots = self._slot_count(message.get("concurrency"))
+            member.slots = self._slot_count(message.get("concurrency"), member.index == 0)
             for callback in self.on_schema:
                 callback()
         elif kind == FromWorker.READY:
-            if self.status == "STARTING":
-                self.free = self.slots
-                self.status = "READY"
-                self._finish_setup("succeeded")
+            if member.state is WorkerState.STARTING:
+                self._cancel_setup_timer(member)
+                member.free = member.slots
+                member.state = WorkerState.READY
+                if len(self.pool) > 1:
+                    log.info("%s is ready (pid %s)", member.label,
+                             member.process.pid if member.process else None)
+                self._settle()
         elif kind == FromWorker.SETUP_FAILED:
-            self.status = "SETUP_FAILED"
-            self._finish_setup("failed")
+            self._cancel_setup_timer(member)
+            member.state = WorkerState.SETUP_FAILED
+            self._settle()
         elif kind == FromWorker.FATAL:
+            self._cancel_setup_timer(member)
             self.fatal_reason = message["reason"]
             self._setup_logs.append(message["reason"] + "\n")
-            self.status = "SETUP_FAILED"
-            self._finish_setup("failed")
+            member.state = WorkerState.SETUP_FAILED
             log.error("%s", message["reason"])
+            self._settle()
         elif kind == FromWorker.HEALTHCHECK_RESULT:
             waiter = self._health_waiters.pop(message["id"], None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(message)
 
-    def _slot_count(self, declared: int | None) -> int:
+    @staticmethod
+    def _cancel_setup_timer(member: Member) -> None:
+        if member.setup_timer is not None:
+            member.setup_timer.cancel()
+            member.setup_timer = None
+
+    def _slot_count(self, declared: int | None, warn: bool) -> int:
         wanted = self.settings.concurrency or declared or 1
         if not self.is_async and wanted > 1:
-            log.warning("run() is not async: serving one prediction at a time, not %d", wanted)
+            if warn:
+                log.warning("run() is not async: serving one prediction at a time, not %d",
+                            wanted)
             return 1
         return max(1, wanted)
 
@@ -345,7 +466,7 @@ class Service:
     def _discard_folder(self, message: protocol.Message) -> None:
         """Remove a prediction folder the worker handed over once its files were sent."""
         folder = message.get("tmpdir")
-        if folder and os.path.dirname(os.path.abspath(folder)) == self.tmp_root:
+        if folder and os.path.dirname(os.path.abspath(folder)) in self._tmp_dirs:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _apply(self, prediction: Prediction, message: protocol.Message) -> None:
@@ -370,68 +491,114 @@ class Service:
 
     def _complete(self, prediction: Prediction, status: str, error: str | None = None,
                   output: Any = None, predict_time: float | None = None) -> None:
-        """Give the slot back first, then settle the prediction (which wakes its waiters)."""
+        """Give the slot back first (to the queue's oldest, if one waits), then settle
+        the prediction (which wakes its waiters)."""
         if self.predictions.pop(prediction.id, None) is not None:
-            self.free += 1
+            member = prediction.worker
+            if member is not None:
+                member.free += 1
+                if member.draining and member.idle:
+                    self._stop_drained(member)
+                if self.backlog is not None:
+                    self._run_queued()
+            elif self.backlog is not None:
+                self.backlog.remove(prediction.id)
+        if prediction.deadline is not None:
+            prediction.deadline.cancel()
+            if status == "canceled" and prediction.deadline_passed:
+                status = "failed"
+                error = (f"prediction exceeded its deadline of "
+                         f"{prediction.timeout:g} seconds")
         if status == "succeeded":
+            if self.backlog is not None and predict_time is not None:
+                self._mean_run += (predict_time - self._mean_run) * 0.2
             prediction.succeed(output, predict_time)
         elif status == "failed":
             prediction.fail(error or "prediction failed", predict_time)
         else:
             prediction.cancel(predict_time)
 
-    def _on_exit(self, code: int | None) -> None:
+    def _stop_drained(self, member: Member) -> None:
+        """A reloading worker finished its last prediction: stop it; its exit restarts it."""
+        if member.process is not None and member.restart is Restart.RELOAD:
+            asyncio.get_running_loop().create_task(member.process.stop())
+
+    def _on_exit(self, member: Member, code: int | None) -> None:
         how = describe_exit(code)
+        self._cancel_setup_timer(member)
+        mine = [p for p in self.predictions.values() if p.worker is member]
         if self.shutting_down:
             # a worker that dies while the server drains (or a second Ctrl-C) cannot finish
             # what it was running: without this, drain() waited for them forever
-            for prediction in list(self.predictions.values()):
+            member.state = WorkerState.DEFUNCT
+            for prediction in mine:
                 self._complete(prediction, "failed",
                                f"prediction failed: the worker process {how} during shutdown")
+            if self.backlog is not None and self.pool.state is not WorkerState.READY:
+                for prediction in self.backlog.drain():
+                    self._complete(prediction, "failed",
+                                   "prediction failed: the server shut down before it ran")
             return
-        if self._restarting:
+        restart = member.restart
+        if restart is Restart.CANCEL_IGNORED:
             reason = f"the worker was stopped after a cancel was ignored ({how})"
+        elif restart is Restart.RELOAD:
+            reason = f"the worker was restarted to reload the model ({how})"
         else:
             reason = f"the worker process {how}"
-        for prediction in list(self.predictions.values()):
+        was = member.state
+        member.state = WorkerState.DEFUNCT
+        member.free = 0
+        for prediction in mine:
             if prediction.cancel_requested:
                 prediction.append_log("stderr", f"cogserve: {reason}\n")
                 self._complete(prediction, "canceled")
             else:
                 self._complete(prediction, "failed", f"prediction failed: {reason}")
-        if self._restarting:
-            self._restarting = False
-            asyncio.get_running_loop().create_task(self.start())
+        loop = asyncio.get_running_loop()
+        if restart is not Restart.NONE:
+            member.state = WorkerState.STARTING
+            loop.create_task(self._start_member(member))
             return
-        if self.status == "STARTING":
+        if was is WorkerState.STARTING:
             if not self.fatal_reason:
                 self._setup_logs.append(f"cogserve: {reason} during setup\n")
-            self.status = "SETUP_FAILED"
-            self._finish_setup("failed")
-        elif self.status in ("READY", "BUSY"):
-            self.status = "DEFUNCT"
+            member.state = WorkerState.SETUP_FAILED
+        elif was is WorkerState.SETUP_FAILED:
+            member.state = WorkerState.SETUP_FAILED
+        elif was is WorkerState.READY:
+            if len(self.pool) > 1:
+                log.error("%s (pid %s): %s; starting a new one", member.label,
+                          member.process.pid if member.process else None, reason)
+                member.state = WorkerState.STARTING
+                loop.create_task(self._start_member(member))
+                return
             self.fatal_reason = reason
             log.error("%s; the server stays up but cannot run predictions", reason)
+        self._settle()
 
     # ------------------------------------------------------------ predictions
 
     @property
     def health(self) -> str:
-        if self.status == "READY" and self.free <= 0:
+        status = self.status
+        if status == "READY" and self.pool.free <= 0 and (
+                self.backlog is None or self.backlog.full):
             return "BUSY"
-        return self.status
+        return status
 
     def check_accepting(self) -> None:
         if self.shutting_down:
             raise ServiceError(503, {"error": "The server is shutting down", "status": "failed"})
-        if self.status != "READY":
+        status = self.status
+        if status != "READY":
             detail = {
                 "STARTING": "Setup has not finished yet. Wait until it has finished, or GET "
                             "/health-check for status.",
                 "SETUP_FAILED": "Setup failed: the model cannot run predictions. GET "
                                 "/health-check for its logs.",
                 "DEFUNCT": f"The model is defunct ({self.fatal_reason}); restart the server.",
-            }.get(self.status, f"The model is not ready ({self.status})")
+            }.get(status, f"The model is not ready ({status})")
             raise ServiceError(503, {"error": detail, "status": "failed"})
 
     def validate(self, raw_input: Any, mode: str = "predict") -> list[tuple[str, str]]:
@@ -450,19 +617,32 @@ class Service:
         listeners: list[Any] | None = None,
         remember: bool = False,
         model_context: dict[str, str] | None = None,
+        timeout: float | None = None,
     ) -> Prediction:
-        """Take a slot and send a validated input to the worker (or raise ServiceError).
+        """Send a validated input to a free worker slot, or queue it (or raise
+        ServiceError: 409 no free slot and no queue, 429 the queue is full).
 
         `remember`: keep the finished prediction in `recent` (Cog's routes, which can be
         asked for it again; not V2 or the CLI, whose ids nobody can ask for).
+        `timeout` is the request's own deadline in seconds; `--predict-timeout` caps it.
         """
         self.check_accepting()
         if prediction_id in self.predictions:
             raise ServiceError(409, {"error": f"A prediction with id {prediction_id!r} is already "
                                               "running", "status": "failed"})
-        if self.free <= 0:
-            raise ServiceError(409, {"error": "At capacity - all prediction slots busy",
-                                     "status": "failed"})
+        member = self.pool.pick()
+        backlog = self.backlog
+        if member is None:
+            if backlog is None:
+                raise ServiceError(409, {"error": "At capacity - all prediction slots busy",
+                                         "status": "failed"})
+            if backlog.full:
+                wait = backlog.retry_after(max(1, sum(m.slots for m in self.pool.members)),
+                                           self._mean_run)
+                raise ServiceError(429, {"error": f"The queue is full ({backlog.capacity} "
+                                                  "predictions waiting); retry later",
+                                         "status": "failed"},
+                                   [(b"retry-after", str(wait).encode())])
         schema = self.schema or {}
         output = schema.get("components", {}).get("schemas", {}).get(
             "TrainingOutput" if mode == "train" else "Output", {})
@@ -476,31 +656,79 @@ class Service:
             output_file_prefix=output_file_prefix,
             context=context,
         )
+        limit = self.settings.predict_timeout
+        prediction.timeout = min(timeout, limit) if timeout and limit else (timeout or limit)
         for listener in listeners or ():
             prediction.subscribe(listener)
         if self.streaming:  # SSE replay; other models pay nothing
             prediction.subscribe(EventHistory(self.settings.stream_history))
         if remember:  # last: on `completed` the SSE history above is already complete
             prediction.subscribe(self.recent.listener)
-        self.free -= 1
-        self.predictions[prediction_id] = prediction
         message = protocol.predict(prediction_id, raw_input, Mode(mode), model_context)
-        assert self.worker is not None
+        if member is None:
+            assert backlog is not None
+            try:  # refused now (422) rather than failing once it leaves the queue
+                orjson.dumps(raw_input)
+            except TypeError as exc:
+                raise _unencodable(exc) from None
+            self.predictions[prediction_id] = prediction
+            backlog.push(prediction, message)
+            return prediction
+        self.predictions[prediction_id] = prediction
         try:
-            self._maybe_spill(message)
-            self.worker.send_data(message)
+            self._send(member, prediction, message)
         except TypeError as exc:  # orjson: nested too deeply, an int beyond 64 bits
             # nothing reached the worker: give the slot back, or it is lost for good
             self.predictions.pop(prediction_id, None)
-            self.free += 1
-            raise ServiceError(422, {"detail": [{
-                "loc": ["body", "input"], "type": "value_error",
-                "msg": f"the input cannot be passed to the model: {exc} (JSON nested "
-                       "deeper than about 250 levels is refused)"}]}) from None
-        prediction.mark_started()
+            member.free += 1
+            prediction.worker = None
+            raise _unencodable(exc) from None
         return prediction
 
-    def _maybe_spill(self, message: protocol.Message) -> None:
+    def _send(self, member: Member, prediction: Prediction, message: protocol.Message) -> None:
+        """Take a slot of `member` and hand it the prediction; the deadline starts now."""
+        member.free -= 1
+        prediction.worker = member
+        assert member.process is not None
+        self._maybe_spill(message, member.tmpdir)
+        member.process.send_data(message)
+        if prediction.timeout:
+            prediction.deadline = asyncio.get_running_loop().call_later(
+                prediction.timeout, self._deadline_passed, prediction)
+        prediction.mark_started()
+
+    def _run_queued(self) -> None:
+        """Hand waiting predictions to free slots, oldest first."""
+        backlog = self.backlog
+        assert backlog is not None
+        while len(backlog) and (member := self.pool.pick()) is not None:
+            entry = backlog.pop()
+            assert entry is not None
+            prediction, message = entry
+            try:
+                self._send(member, prediction, message)
+            except (TypeError, OSError) as exc:
+                member.free += 1
+                prediction.worker = None
+                self._complete(prediction, "failed", f"prediction failed: {exc}")
+
+    def _queue_timed_out(self, prediction: Prediction) -> None:
+        if self.backlog is not None and self.backlog.remove(prediction.id) is not None:
+            self._complete(prediction, "failed",
+                           f"prediction waited in the queue for more than "
+                           f"{self.backlog.timeout:g} seconds (--queue-timeout) without a "
+                           "free slot")
+
+    def _deadline_passed(self, prediction: Prediction) -> None:
+        """Past its deadline: cancelled through the normal path, then reported failed."""
+        if prediction.terminal:
+            return
+        prediction.deadline_passed = True
+        log.warning("prediction %s exceeded its deadline of %g seconds; cancelling it",
+                    prediction.id, prediction.timeout)
+        self.cancel(prediction.id)
+
+    def _maybe_spill(self, message: protocol.Message, folder: str) -> None:
         """Inputs over 6 MiB go through a file, not the IPC frame (the worker deletes it)."""
         raw = message["input"]
         # cheap pre-check: only serialise to measure when some value could be large
@@ -511,7 +739,7 @@ class Service:
         if len(body) <= protocol.INPUT_SPILL_THRESHOLD:
             return
         fd, path = tempfile.mkstemp(prefix=protocol.INPUT_SPILL_PREFIX, suffix=".json",
-                                    dir=self.tmp_root)
+                                    dir=folder)
         with os.fdopen(fd, "wb") as fh:
             fh.write(body)
         protocol.spill_input(message, path)
@@ -520,6 +748,9 @@ class Service:
         prediction = self.predictions.get(prediction_id)
         if prediction is None:
             return False
+        if prediction.worker is None:  # still queued: it never reaches the model
+            self._complete(prediction, "canceled")
+            return True
         if not prediction.cancel_requested:
             prediction.cancel_requested = True
             self._cancel_on_worker(prediction)
@@ -528,28 +759,32 @@ class Service:
         return True
 
     def _cancel_on_worker(self, prediction: Prediction) -> None:
-        if self.worker is not None:
+        member = prediction.worker
+        if member is not None and member.process is not None:
             try:
-                self.worker.send_control(protocol.cancel(prediction.id))
+                member.process.send_control(protocol.cancel(prediction.id))
             except (ConnectionError, RuntimeError):
                 pass
 
     def _cancel_overdue(self, prediction: Prediction) -> None:
-        """run() ignored the cancel: end the worker so the slot is not held forever."""
-        if prediction.terminal or self.worker is None or self.shutting_down:
+        """run() ignored the cancel: end its worker so the slot is not held forever."""
+        member = prediction.worker
+        if prediction.terminal or member is None or member.process is None \
+                or self.shutting_down:
             return
-        log.warning("prediction %s ignored its cancel for %.1fs; restarting the worker",
-                    prediction.id, self.settings.cancel_timeout)
-        self._restarting = True
-        self.status = "STARTING"
-        self.worker.kill()
+        log.warning("prediction %s ignored its cancel for %.1fs; restarting %s",
+                    prediction.id, self.settings.cancel_timeout,
+                    member.label if len(self.pool) > 1 else "the worker")
+        member.restart = Restart.CANCEL_IGNORED
+        member.state = WorkerState.STARTING
+        member.process.kill()
 
     # ------------------------------------------------------------ health
 
     async def health_document(self) -> dict[str, Any]:
         status = self.health
         body: dict[str, Any] = {"status": status}
-        if status in ("READY", "BUSY") and self.has_healthcheck and self.worker is not None:
+        if status in ("READY", "BUSY") and self.has_healthcheck:
             error = await self._user_healthcheck()
             if error is not None:
                 body["status"] = "UNHEALTHY"
@@ -560,15 +795,21 @@ class Service:
             "cog": cogserve.__version__,
             "python": sys.version.split()[0],
         }
+        if self.backlog is not None:
+            body["queue"] = {"length": len(self.backlog), "size": self.backlog.capacity}
+        if len(self.pool) > 1:
+            body["workers"] = self.pool.describe()
         return body
 
     async def _user_healthcheck(self) -> str | None:
-        assert self.worker is not None
+        member = next((m for m in self.pool.members if m.state is WorkerState.READY), None)
+        if member is None or member.process is None:
+            return None
         self._health_seq += 1
         hid = self._health_seq
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._health_waiters[hid] = waiter
-        self.worker.send_control(protocol.healthcheck(hid))
+        member.process.send_control(protocol.healthcheck(hid))
         timeout = self.settings.healthcheck_timeout
         try:
             result = await asyncio.wait_for(waiter, timeout)
@@ -583,6 +824,16 @@ class Service:
 
 def _non_negative(value: float | None, default: float) -> float:
     return default if value is None or value < 0 else value
+def _unencodable(exc: TypeError) -> ServiceError:
+    return ServiceError(422, {"detail": [{
+        "loc": ["body", "input"], "type": "value_error",
+        "msg": f"the input cannot be passed to the model: {exc} (JSON nested "
+               "deeper than about 250 levels is refused)"}]})
+
+
+def parse_gpus(raw: str) -> list[str]:
+    """`0,1` -> ["0", "1"]: the CUDA_VISIBLE_DEVICES of worker 0, 1, 0, 1, ..."""
+    return [part.strip() for part in raw.split(",") if part.strip()]
 
 
 def clear_folder(folder: str) -> None:

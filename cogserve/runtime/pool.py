@@ -1,0 +1,114 @@
+"""The worker processes of one server (`--workers N`) and the state of each.
+
+The pool is the one owner of worker state: which workers exist, whether each is
+starting, ready or gone, and how many of its slots are free. `Service` decides what a
+worker's message or exit means for predictions; the pool answers where the next
+prediction goes (the least-loaded ready worker) and what the whole server's state is.
+With one worker (the default) every question is answered from `members[0]`, so the
+single-worker path costs what it did before pools existed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass, field
+
+from cogserve.runtime.supervisor import WorkerProcess
+
+
+class WorkerState(enum.Enum):
+    """One worker's lifecycle; the server's health is derived from all of them."""
+
+    STARTING = "STARTING"
+    READY = "READY"
+    SETUP_FAILED = "SETUP_FAILED"
+    DEFUNCT = "DEFUNCT"  # ended after setup and not replaced
+
+
+class Restart(enum.Enum):
+    """Why a worker is being ended on purpose (so its exit starts a new one)."""
+
+    NONE = "none"
+    CANCEL_IGNORED = "cancel-ignored"  # run() ignored a cancel: killed
+    RELOAD = "reload"  # --reload saw a change: stopped once idle
+
+
+@dataclass(eq=False)
+class Member:
+    """One worker process slot of the pool; replaced processes keep the member."""
+
+    index: int
+    process: WorkerProcess | None = None
+    state: WorkerState = WorkerState.STARTING
+    slots: int = 1
+    free: int = 0
+    restart: Restart = Restart.NONE
+    draining: bool = False  # reload pending: takes no new predictions
+    tmpdir: str = ""  # its TMPDIR, emptied whenever it (re)starts
+    in_setup_document: bool = False  # started with the server: setup logs -> /health-check
+    setup_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        return f"worker {self.index}"
+
+    @property
+    def idle(self) -> bool:
+        return self.free >= self.slots
+
+    @property
+    def serving(self) -> bool:
+        return self.state is WorkerState.READY and not self.draining
+
+
+class Pool:
+    """N members; `pick` routes, `health` summarises."""
+
+    def __init__(self, size: int = 1, gpus: list[str] | None = None) -> None:
+        self.members = [Member(i) for i in range(max(1, size))]
+        self.gpus = gpus or []
+        self._single = self.members[0] if len(self.members) == 1 else None
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def env_for(self, member: Member) -> dict[str, str]:
+        """Per-worker environment: CUDA_VISIBLE_DEVICES round-robin over --gpus."""
+        if not self.gpus:
+            return {}
+        return {"CUDA_VISIBLE_DEVICES": self.gpus[member.index % len(self.gpus)]}
+
+    def pick(self) -> Member | None:
+        """The ready worker with the most free slots (the least loaded), or None."""
+        single = self._single
+        if single is not None:
+            return single if single.free > 0 and single.serving else None
+        best: Member | None = None
+        for member in self.members:
+            if member.serving and member.free > 0 and (best is None or member.free > best.free):
+                best = member
+        return best
+
+    @property
+    def free(self) -> int:
+        return sum(m.free for m in self.members if m.serving)
+
+    @property
+    def state(self) -> WorkerState:
+        """READY if any worker can serve, else STARTING if one is on its way, else the
+        failure: SETUP_FAILED when every worker failed its setup, DEFUNCT otherwise."""
+        states = {m.state for m in self.members}
+        for state in (WorkerState.READY, WorkerState.STARTING):
+            if state in states:
+                return state
+        if states == {WorkerState.SETUP_FAILED}:
+            return WorkerState.SETUP_FAILED
+        return WorkerState.DEFUNCT
+
+    def describe(self) -> list[dict[str, object]]:
+        """Each worker for /health-check (shown when there is more than one)."""
+        return [{"id": m.index, "status": m.state.value,
+                 "pid": m.process.pid if m.process is not None else None,
+                 "busy": max(0, m.slots - m.free) if m.state is WorkerState.READY else 0}
+                for m in self.members]

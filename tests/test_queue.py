@@ -1,0 +1,159 @@
+"""The bounded queue (--queue-size): FIFO order, 429 when full, cancel, timeout, health.
+
+One server with one slot and a queue of 3 is shared by the module; every test holds
+the slot with a prediction blocked on a gate file of its own, so the queue state each
+test sees is its own, and opens the gate before it ends.
+"""
+
+from __future__ import annotations
+
+import datetime
+import pathlib
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from harness import Server
+
+ASYNC = {"Prefer": "respond-async"}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    with Server("gated", "--queue-size", "3") as srv:
+        yield srv
+
+
+def _when(value: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(value)
+
+
+def _hold(server: Server, tmp: pathlib.Path, hook_url: str, pid: str = "holder") -> pathlib.Path:
+    """Occupy the only slot until the returned gate file is created."""
+    gate = tmp / f"gate-{pid}"
+    journal = tmp / "journal"
+    r = server.client.put(f"/predictions/{pid}", headers=ASYNC, json={
+        "input": {"text": pid, "gate": str(gate), "journal": str(journal)},
+        "webhook": hook_url})
+    assert r.status_code == 202, r.text
+    limit = time.monotonic() + 30
+    while not (journal.exists() and pid in journal.read_text()):  # run() has begun
+        assert time.monotonic() < limit, "the holder never started"
+        time.sleep(0.01)
+    return gate
+
+
+def _journal(tmp: pathlib.Path) -> list[str]:
+    path = tmp / "journal"
+    return [line.split()[0] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_fifo_order_429_when_full_and_health(server, receiver, tmp_path):
+    hook = receiver()
+    server.wait_for("READY")
+    gate = _hold(server, tmp_path, hook.url)
+    doc = server.health()
+    assert doc["status"] == "READY"  # the slot is busy but the queue has room
+    assert doc["queue"] == {"length": 0, "size": 3}
+    for pid in ("q1", "q2", "q3"):
+        r = server.client.put(f"/predictions/{pid}", headers=ASYNC, json={
+            "input": {"text": pid, "journal": str(tmp_path / "journal")}, "webhook": hook.url})
+        assert r.status_code == 202, r.text
+        assert r.json()["status"] == "starting" and r.json()["started_at"] is None
+    again = server.client.put("/predictions/q2", headers=ASYNC, json={"input": {"text": "q2"}})
+    assert again.status_code == 202 and again.json()["id"] == "q2"  # the queued one, not a new one
+    doc = server.health()
+    assert doc["status"] == "BUSY" and doc["queue"] == {"length": 3, "size": 3}
+    full = server.client.post("/predictions", json={"input": {"text": "q4"}})
+    assert full.status_code == 429, full.text
+    assert "queue is full" in full.json()["error"]
+    assert int(full.headers["retry-after"]) >= 1
+    gate.touch()
+    bodies = hook.wait_until(lambda b: {x["id"] for x in b if x["status"] == "succeeded"}
+                             >= {"holder", "q1", "q2", "q3"})
+    assert _journal(tmp_path) == ["holder", "q1", "q2", "q3"]  # the model saw them in order
+    final = {b["id"]: b for b in bodies if b["status"] == "succeeded"}
+    starts = [_when(final[p]["started_at"]) for p in ("q1", "q2", "q3")]
+    assert starts == sorted(starts)
+    # the start webhook of a queued prediction fires when it starts, not when it is queued
+    first_q1 = next(b for b in bodies if b["id"] == "q1")
+    assert first_q1["started_at"] is not None
+    holder_end = float(final["holder"]["output"].rpartition("end=")[2])  # the model's clock
+    assert _when(first_q1["started_at"]).timestamp() >= holder_end
+    assert server.health()["queue"]["length"] == 0
+
+
+def test_sync_request_waits_in_the_queue(server, receiver, tmp_path):
+    hook = receiver()
+    server.wait_for("READY")
+    gate = _hold(server, tmp_path, hook.url)
+    result: dict[str, httpx.Response] = {}
+    thread = threading.Thread(target=lambda: result.setdefault(
+        "r", server.client.post("/predictions", json={"input": {"text": "waiter"}})))
+    thread.start()
+    limit = time.monotonic() + 30
+    while server.health()["queue"]["length"] != 1:
+        assert time.monotonic() < limit
+        time.sleep(0.01)
+    gate.touch()
+    thread.join(timeout=30)
+    assert result["r"].status_code == 200
+    assert result["r"].json()["status"] == "succeeded"
+    assert result["r"].json()["output"].startswith("waiter ")
+
+
+def test_cancel_of_a_queued_prediction_never_reaches_the_model(server, receiver, tmp_path):
+    hook = receiver()
+    server.wait_for("READY")
+    gate = _hold(server, tmp_path, hook.url)
+    r = server.client.put("/predictions/gone", headers=ASYNC, json={
+        "input": {"text": "gone", "journal": str(tmp_path / "journal")}, "webhook": hook.url})
+    assert r.status_code == 202
+    r = server.client.put("/predictions/kept", headers=ASYNC, json={
+        "input": {"text": "kept", "journal": str(tmp_path / "journal")}, "webhook": hook.url})
+    assert r.status_code == 202
+    assert server.client.post("/predictions/gone/cancel").status_code == 200
+    canceled = hook.wait_until(lambda b: any(x["id"] == "gone" and x["status"] == "canceled"
+                                             for x in b))
+    final = next(x for x in canceled if x["id"] == "gone" and x["status"] == "canceled")
+    assert final["started_at"] is None and final["logs"] == ""
+    assert server.health()["queue"]["length"] == 1
+    gate.touch()
+    hook.wait_until(lambda b: any(x["id"] == "kept" and x["status"] == "succeeded" for x in b))
+    assert _journal(tmp_path) == ["holder", "kept"]  # "gone" never ran
+    assert server.client.post("/predictions/gone/cancel").status_code == 404
+    assert not any(x["id"] == "gone" and x["status"] != "canceled"
+                   for x in hook.delivered())
+
+
+def test_queue_timeout_fails_with_a_clear_error(serve, receiver, tmp_path):
+    server = serve("gated", "--queue-size", "2", "--queue-timeout", "0.2")
+    hook = receiver()
+    gate = _hold(server, tmp_path, hook.url)
+    r = server.client.post("/predictions", json={"input": {"text": "late"}})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "failed"
+    assert body["error"] == ("prediction waited in the queue for more than 0.2 seconds "
+                             "(--queue-timeout) without a free slot")
+    assert body["started_at"] is None
+    gate.touch()
+    hook.wait_until(lambda b: any(x["id"] == "holder" and x["status"] == "succeeded"
+                                  for x in b))
+    assert server.predict(text="after").json()["status"] == "succeeded"
+
+
+def test_queue_size_from_the_environment_and_default_409(serve, receiver, tmp_path):
+    queued = serve("gated", env={"COGSERVE_QUEUE_SIZE": "1"})
+    assert queued.health()["queue"] == {"length": 0, "size": 1}
+    plain = serve("gated")  # Cog's behaviour: no queue, 409 at once
+    hook = receiver()
+    gate = _hold(plain, tmp_path, hook.url)
+    assert "queue" not in plain.health()
+    assert plain.health()["status"] == "BUSY"
+    r = plain.client.post("/predictions", json={"input": {"text": "no"}})
+    assert r.status_code == 409
+    gate.touch()
+    hook.wait_until(lambda b: any(x["status"] == "succeeded" for x in b))
