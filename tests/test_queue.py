@@ -30,16 +30,18 @@ def _when(value: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(value)
 
 
-def _hold(server: Server, tmp: pathlib.Path, hook_url: str, pid: str = "holder") -> pathlib.Path:
-    """Occupy the only slot until the returned gate file is created."""
+def _hold(server: Server, tmp: pathlib.Path, hook_url: str) -> pathlib.Path:
+    """Occupy the only slot (prediction `holder-<test folder>`) until the returned gate
+    file is created. Its journal line reads `holder`."""
+    pid = f"holder-{tmp.name}"  # ids are remembered once finished: one per test
     gate = tmp / f"gate-{pid}"
     journal = tmp / "journal"
     r = server.client.put(f"/predictions/{pid}", headers=ASYNC, json={
-        "input": {"text": pid, "gate": str(gate), "journal": str(journal)},
+        "input": {"text": "holder", "gate": str(gate), "journal": str(journal)},
         "webhook": hook_url})
     assert r.status_code == 202, r.text
     limit = time.monotonic() + 30
-    while not (journal.exists() and pid in journal.read_text()):  # run() has begun
+    while not (journal.exists() and "holder" in journal.read_text()):  # run() has begun
         assert time.monotonic() < limit, "the holder never started"
         time.sleep(0.01)
     return gate
@@ -62,6 +64,8 @@ def test_fifo_order_429_when_full_and_health(server, receiver, tmp_path):
             "input": {"text": pid, "journal": str(tmp_path / "journal")}, "webhook": hook.url})
         assert r.status_code == 202, r.text
         assert r.json()["status"] == "starting" and r.json()["started_at"] is None
+        polled = server.client.get(f"/predictions/{pid}").json()  # polling a queued one
+        assert polled["status"] == "starting" and polled["started_at"] is None
     again = server.client.put("/predictions/q2", headers=ASYNC, json={"input": {"text": "q2"}})
     assert again.status_code == 202 and again.json()["id"] == "q2"  # the queued one, not a new one
     doc = server.health()
@@ -72,7 +76,7 @@ def test_fifo_order_429_when_full_and_health(server, receiver, tmp_path):
     assert int(full.headers["retry-after"]) >= 1
     gate.touch()
     bodies = hook.wait_until(lambda b: {x["id"] for x in b if x["status"] == "succeeded"}
-                             >= {"holder", "q1", "q2", "q3"})
+                             >= {f"holder-{tmp_path.name}", "q1", "q2", "q3"})
     assert _journal(tmp_path) == ["holder", "q1", "q2", "q3"]  # the model saw them in order
     final = {b["id"]: b for b in bodies if b["status"] == "succeeded"}
     starts = [_when(final[p]["started_at"]) for p in ("q1", "q2", "q3")]
@@ -80,7 +84,8 @@ def test_fifo_order_429_when_full_and_health(server, receiver, tmp_path):
     # the start webhook of a queued prediction fires when it starts, not when it is queued
     first_q1 = next(b for b in bodies if b["id"] == "q1")
     assert first_q1["started_at"] is not None
-    holder_end = float(final["holder"]["output"].rpartition("end=")[2])  # the model's clock
+    holder = final[f"holder-{tmp_path.name}"]
+    holder_end = float(holder["output"].rpartition("end=")[2])  # the model's clock
     assert _when(first_q1["started_at"]).timestamp() >= holder_end
     assert server.health()["queue"]["length"] == 0
 
@@ -123,7 +128,8 @@ def test_cancel_of_a_queued_prediction_never_reaches_the_model(server, receiver,
     gate.touch()
     hook.wait_until(lambda b: any(x["id"] == "kept" and x["status"] == "succeeded" for x in b))
     assert _journal(tmp_path) == ["holder", "kept"]  # "gone" never ran
-    assert server.client.post("/predictions/gone/cancel").status_code == 404
+    polled = server.client.get("/predictions/gone").json()  # the store of finished ones
+    assert polled["status"] == "canceled" and polled["started_at"] is None
     assert not any(x["id"] == "gone" and x["status"] != "canceled"
                    for x in hook.delivered())
 
@@ -140,7 +146,7 @@ def test_queue_timeout_fails_with_a_clear_error(serve, receiver, tmp_path):
                              "(--queue-timeout) without a free slot")
     assert body["started_at"] is None
     gate.touch()
-    hook.wait_until(lambda b: any(x["id"] == "holder" and x["status"] == "succeeded"
+    hook.wait_until(lambda b: any(x["id"].startswith("holder") and x["status"] == "succeeded"
                                   for x in b))
     assert server.predict(text="after").json()["status"] == "succeeded"
 
