@@ -25,6 +25,7 @@ PACKAGES: dict[str, list[str]] = {
     "reference": ["cog==0.23.1", "coglet==0.23.1"],
     # uvloop 0.22+ breaks MLServer 1.7.1's worker pool (get_event_loop() in a fresh process)
     "mlserver": ["mlserver==1.7.1", "uvloop<0.22"],
+    "litserve": ["litserve==0.2.19"],  # scenario 9's peer
 }
 
 

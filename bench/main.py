@@ -27,7 +27,7 @@ import traceback
 
 from bench import envs, loadgen, profile, report, systems
 from bench.scenarios import ALL, Context, Scenario, Unavailable, Unsupported
-from bench.systems import COGSERVE, MLSERVER, REFERENCE, Server, StartError
+from bench.systems import COGSERVE, LITSERVE, MLSERVER, REFERENCE, Server, StartError
 
 RESULTS = envs.BENCH / "RESULTS.md"
 QUICK_RESULTS = envs.CACHE / "RESULTS-quick.md"
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
                            if not args.system or sys_ in args.system}
     if args.profile:
         needed = {COGSERVE}
-    for name in (COGSERVE, REFERENCE, MLSERVER):
+    for name in (COGSERVE, REFERENCE, MLSERVER, LITSERVE):
         if name in needed:
             envs.venv(name)
 

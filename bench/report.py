@@ -19,7 +19,8 @@ from bench.scenarios import Figure, Scenario
 from bench.systems import COGSERVE, MLSERVER, REFERENCE
 
 NAMES = {COGSERVE: "cogserve", REFERENCE: "reference (Cog 0.23.1 + coglet 0.23.1)",
-         MLSERVER: "MLServer 1.7.1", "floor": "floor (bare ASGI on uvicorn)"}
+         MLSERVER: "MLServer 1.7.1", "floor": "floor (bare ASGI on uvicorn)",
+         "litserve": "LitServe 0.2.19 (workers_per_device=2)"}
 
 
 @dataclass
@@ -144,11 +145,29 @@ def targets(results: Results) -> list[str]:
                  None if binary is None or not ours else binary >= 5 * ours,
                  f"{binary / ours:.2f}x" if binary is not None and ours else "not measured"))
 
+    rows += _pool_targets(results)
     lines = ["| target | met | ratio |", "|---|---|---|"]
     for text, ok, ratio in rows:
         verdict = "not measured" if ok is None else ("**met**" if ok else "**not met**")
         lines.append(f"| {text} | {verdict} | {ratio} |")
     return lines
+
+
+def _pool_targets(results: Results) -> list[tuple[str, bool | None, str]]:
+    """Scenario 9 (issue 14): --workers 2 vs 1, and a queue instead of 409s."""
+    from bench.scenarios import ONE_WORKER
+
+    two = _median(results, "cpu_pool", COGSERVE, "successful req/s")
+    one = _median(results, "cpu_pool", ONE_WORKER, "successful req/s")
+    rows: list[tuple[str, bool | None, str]] = [(
+        "Scenario 9: --workers 2 ≥ 1.8x --workers 1 successful req/s (issue 14)",
+        None if two is None or not one else two >= 1.8 * one,
+        f"{two / one:.2f}x" if two is not None and one else "not measured")]
+    errors = results.get("cpu_pool", {}).get(COGSERVE, Outcome()).values.get("non-2xx")
+    rows.append(("Scenario 9: zero non-2xx with --queue-size 64 (issue 14)",
+                 None if not errors else max(errors) == 0,
+                 f"non-2xx in all rounds: {int(sum(errors))}" if errors else "not measured"))
+    return rows
 
 
 def _git(*args: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from bench import envs, loadgen, systems
 from bench.procs import reset_peak_rss, status_kib
-from bench.systems import COGSERVE, FLOOR, MLSERVER, REFERENCE, Server
+from bench.systems import COGSERVE, FLOOR, LITSERVE, MLSERVER, REFERENCE, Server
 
 MODELS = envs.BENCH / "models"
 BODIES = envs.CACHE / "bodies"
@@ -499,7 +499,60 @@ def _check_sum(body: bytes) -> None:
         raise RuntimeError(f"sum {value} != {want}")
 
 
+# ---------------------------------------------------------------- 9: CPU-bound, worker pools
+
+ONE_WORKER = "cogserve --workers 1 --queue-size 64"
+POOL_ARGS = ["--workers", "2", "--queue-size", "64"]
+
+
+class CPUPool(_WrkScenario):
+    """8 clients on a sync model doing ~20 ms of pure-Python work (issue 14).
+
+    `cogserve` runs with --workers 2 --queue-size 64; the same with one worker shows
+    what the pool adds, the reference shows Cog's 409s under the same load, and
+    LitServe serves the same work function with workers_per_device=2.
+    """
+
+    key = "cpu_pool"
+    number = "9"
+    title = "CPU-bound sync (~20 ms pure Python), 8 clients; cogserve --workers 2 --queue-size 64"
+    model = "cpu_sync"
+    connections = 8
+    systems = (COGSERVE, ONE_WORKER, REFERENCE, LITSERVE)
+    figures = (Figure("successful req/s", "req/s", True),
+               Figure("p50, all responses", "ms", False),
+               Figure("p99, all responses", "ms", False),
+               Figure("non-2xx", "count/round", False))
+
+    def prepare(self, ctx: Context) -> None:
+        if not (self.model_dir(COGSERVE) / "litserve_app.py").exists():
+            raise Unavailable("bench/models/cpu_sync/litserve_app.py is missing")
+        super().prepare(ctx)
+
+    def start(self, system: str, ctx: Context) -> Server:
+        if system in (COGSERVE, ONE_WORKER):
+            args = POOL_ARGS if system == COGSERVE else ["--workers", "1", "--queue-size", "64"]
+            server = systems.start(COGSERVE, self.model_dir(system), tag=f"{self.key}-{system}"
+                                   .replace(" ", ""), args=args)
+            server.system = system
+            return server
+        return super().start(system, ctx)
+
+    def body(self) -> pathlib.Path:
+        return body_file("cpu.json", lambda: b'{"input":{"n":250000}}')
+
+    def run_wrk(self, server: Server, ctx: Context, seconds: float) -> loadgen.WrkResult:
+        path = "/predict" if server.system == LITSERVE else self.path
+        return loadgen.wrk(ctx.wrk, server.url + path, connections=self.connections,
+                           seconds=seconds, body=self.body(), headers=JSON)
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        r = self.run_wrk(server, ctx, ctx.seconds)
+        return {"successful req/s": r.ok_per_s, "p50, all responses": r.p50_ms,
+                "p99, all responses": r.p99_ms, "non-2xx": float(r.non_2xx + r.socket_errors)}
+
+
 ALL: tuple[Scenario, ...] = (
     NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), FileDataURL(),
-    FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(), V2Binary(),
+    FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(), V2Binary(), CPUPool(),
 )

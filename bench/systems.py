@@ -23,8 +23,9 @@ LOGS = envs.CACHE / "logs"
 COGSERVE = "cogserve"
 REFERENCE = "reference"
 MLSERVER = "mlserver"
+LITSERVE = "litserve"
 FLOOR = "floor"
-ALL = (COGSERVE, REFERENCE, MLSERVER, FLOOR)
+ALL = (COGSERVE, REFERENCE, MLSERVER, LITSERVE, FLOOR)
 
 
 class StartError(RuntimeError):
@@ -104,6 +105,12 @@ def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, s
         argv = [str(envs.venv(MLSERVER) / "bin" / "mlserver"), "start", str(model)]
         proc = Proc(argv, cwd=model, env=env, log=log)
         health, ready = url + "/v2/health/ready", (lambda status, _body: status == 200)
+    elif system == LITSERVE:
+        assert model is not None
+        argv = [str(envs.venv(LITSERVE) / "bin" / "python"), str(model / "litserve_app.py"),
+                "--port", str(port)]
+        proc = Proc(argv, cwd=model, env=env, log=log)
+        health, ready = url + "/health", (lambda status, _body: status == 200)
     elif system == FLOOR:
         argv = [str(envs.venv(COGSERVE) / "bin" / "python"),
                 str(envs.BENCH / "floor.py"), "--port", str(port)]

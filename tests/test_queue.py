@@ -163,3 +163,34 @@ def test_queue_size_from_the_environment_and_default_409(serve, receiver, tmp_pa
     assert r.status_code == 409
     gate.touch()
     hook.wait_until(lambda b: any(x["status"] == "succeeded" for x in b))
+
+
+def test_sse_stream_of_a_queued_prediction_starts_when_it_runs(serve, tmp_path):
+    from test_sse import Reader, names
+
+    server = serve("stream", "--queue-size", "1")
+    gate = tmp_path / "gate"
+    r = server.client.put("/predictions/hold", headers=ASYNC,
+                          json={"input": {"n": 2, "gate": str(gate)}})
+    assert r.status_code == 202
+    limit = time.monotonic() + 30
+    while server.client.get("/predictions/hold").json()["status"] != "processing":
+        assert time.monotonic() < limit
+        time.sleep(0.01)
+    reader = Reader(httpx.Client(base_url=server.url, timeout=60), "PUT", "/predictions/sq",
+                    {"input": {"n": 2}}, own_client=True)
+    try:
+        assert reader.response.status_code == 200  # the stream is open while it waits
+        assert server.health()["queue"]["length"] == 1
+        assert server.client.get("/predictions/sq").json()["started_at"] is None
+        gate.touch()
+        events = reader.rest()
+    finally:
+        reader.close()
+    assert names(events)[0] == "start"
+    assert [d["chunk"] for n, d in events if n == "output"] == ["tok0", "tok1"]
+    final = events[-1][1]
+    assert events[-1][0] == "completed" and final["status"] == "succeeded"
+    hold = server.client.get("/predictions/hold").json()
+    assert hold["status"] == "succeeded"
+    assert final["started_at"] >= hold["started_at"]
