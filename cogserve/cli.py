@@ -278,6 +278,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
     from cogserve.runtime.service import Service, Settings, generate_id
 
     settings = Settings.from_env(config)
+    settings.workers = 1  # one prediction: COGSERVE_WORKERS is for `serve`
     settings.environment = model_env.for_model(config, args.no_env)
     if settings.environment is not None:  # built here, before the worker, with live progress
         try:
