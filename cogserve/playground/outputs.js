@@ -103,6 +103,7 @@ export class OutputView {
     this.output.replaceChildren();
     this.logs.textContent = "";
     this.metrics.replaceChildren();
+    this.cancelFrame();
     this.chunks = null;
     this.live = null;
     this.setStatus("starting");
@@ -146,6 +147,7 @@ export class OutputView {
 
   // A whole prediction object (sync answer, a poll, the SSE `completed` event, GET).
   render(prediction) {
+    this.cancelFrame();
     this.setStatus(prediction.status || "unknown");
     if (prediction.id) this.ident.textContent = prediction.id;
     if (prediction.output !== undefined && prediction.output !== null) {
@@ -163,7 +165,37 @@ export class OutputView {
   chunk(value) {
     this.chunks = this.chunks || [];
     this.chunks.push(value);
-    this.output.replaceChildren(renderValue(this.chunks, this.outputSchema, this.doc));
+    this.chunksChanged = true;
+    this.schedule();
+  }
+
+  // SSE events are drawn at most once per frame: a fast stream (thousands of tokens and
+  // log lines) would otherwise rebuild the output and lay the logs out once per event.
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = null;
+      this.flush();
+    });
+  }
+
+  flush() {
+    if (this.chunksChanged) {
+      this.chunksChanged = false;
+      this.output.replaceChildren(renderValue(this.chunks, this.outputSchema, this.doc));
+    }
+    if (this.pendingLogs) {
+      const text = this.pendingLogs;
+      this.pendingLogs = "";
+      this.keepScrolled(() => this.logs.append(text)); // a text node: no copy of what is there
+    }
+  }
+
+  cancelFrame() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = null;
+    this.chunksChanged = false;
+    this.pendingLogs = "";
   }
 
   // One SSE `metric` event: applied as the model's record_metric mode says.
@@ -176,12 +208,17 @@ export class OutputView {
   }
 
   appendLog(text) {
-    this.setLogs(this.logs.textContent + text);
+    this.pendingLogs = (this.pendingLogs || "") + text;
+    this.schedule();
   }
 
   setLogs(text) {
+    if (text !== this.logs.textContent) this.keepScrolled(() => { this.logs.textContent = text; });
+  }
+
+  keepScrolled(change) {
     const atBottom = this.logs.scrollTop + this.logs.clientHeight >= this.logs.scrollHeight - 4;
-    this.logs.textContent = text;
+    change();
     if (atBottom) this.logs.scrollTop = this.logs.scrollHeight;
   }
 
