@@ -209,13 +209,37 @@ def _ok(ref: str) -> dict[str, Any]:
             "description": "Successful Response",
             "content": {"application/json": {"schema": {"$ref": ref}}},
         },
+        "202": {
+            "description": "Accepted (Prefer: respond-async): the prediction as it starts",
+            "content": {"application/json": {"schema": {"$ref": ref}}},
+        },
         "422": {
             "description": "Validation Error",
             "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}
             },
         },
+        **_errors("400", "401", "404", "406", "409", "413", "503"),
     }
+
+
+# The statuses cogserve answers besides the ones Cog's document lists, so the document
+# and the behaviour agree (a response-schema fuzzer flagged each as undocumented).
+_ERROR_STATUSES = {
+    "400": "Bad Request: the body is not JSON",
+    "401": "Unauthorized: COGSERVE_AUTH_TOKEN is set and the request lacks it",
+    "403": "Forbidden: the route is disabled",
+    "404": "Not Found",
+    "406": "Not Acceptable: streaming was asked of a model that does not stream",
+    "409": "Conflict: every slot is busy, or the id is already running",
+    "413": "Payload Too Large",
+    "503": "Service Unavailable: setup has not finished, failed, or the server is stopping",
+}
+
+
+def _errors(*statuses: str) -> dict[str, Any]:
+    return {status: {"description": _ERROR_STATUSES[status], "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/ErrorResponse"}}}} for status in statuses}
 
 
 def _plain(title: str) -> dict[str, Any]:
@@ -237,7 +261,7 @@ def _id_param(name: str, title: str) -> dict[str, Any]:
 
 
 _PREDICTION_PATHS: dict[str, Any] = {
-    "/": {"get": {"summary": "Root", "operationId": "root__get", "responses": _plain("Response Root  Get")}},
+    "/": {"get": {"summary": "Root", "operationId": "root__get", "responses": {**_plain("Response Root  Get"), **_errors("401")}}},
     "/health-check": {"get": {"summary": "Healthcheck", "operationId": "healthcheck_health_check_get",
                               "responses": _plain("Response Healthcheck Health Check Get")}},
     "/predictions": {"post": {
@@ -251,45 +275,52 @@ _PREDICTION_PATHS: dict[str, Any] = {
         "operationId": "predict_idempotent_predictions__prediction_id__put",
         "parameters": [_id_param("prediction_id", "Prediction ID"), _PREFER],
         "requestBody": {"content": {"application/json": {"schema": {
-            "title": "Prediction Request", "allOf": [{"$ref": "#/components/schemas/PredictionRequest"}]}}},
-            "required": True},
+            "title": "Prediction Request", "allOf": [{"$ref": "#/components/schemas/PredictionRequest"}]}}}},
         "responses": _ok("#/components/schemas/PredictionResponse")}},
     "/predictions/{prediction_id}/cancel": {"post": {
         "summary": "Cancel", "description": "Cancel a running prediction",
         "operationId": "cancel_predictions__prediction_id__cancel_post",
         "parameters": [_id_param("prediction_id", "Prediction ID")],
         "responses": {**_plain("Response Cancel Predictions  Prediction Id  Cancel Post"),
-                      "422": _ok("")["422"]}}},
+                      "422": _ok("")["422"], **_errors("401", "404")}}},
     "/shutdown": {"post": {"summary": "Start Shutdown", "operationId": "start_shutdown_shutdown_post",
-                           "responses": _plain("Response Start Shutdown Shutdown Post")}},
+                           "responses": {**_plain("Response Start Shutdown Shutdown Post"),
+                                         **_errors("401", "403")}}},
 }
 
 
 def _request(title: str, input_ref: str) -> dict[str, Any]:
     return {"title": title, "type": "object", "properties": {
-        "id": {"title": "Id", "type": "string"},
+        "id": {"title": "Id", "type": "string", "minLength": 1, "maxLength": 256,
+               "pattern": "^[^/]+$"},
         "created_at": {"title": "Created At", "type": "string", "format": "date-time"},
         "input": {"$ref": f"#/components/schemas/{input_ref}"},
         "webhook": {"title": "Webhook", "maxLength": 65536, "minLength": 1, "type": "string",
-                    "format": "uri"},
+                    "format": "uri", "pattern": "^https?://"},
         "webhook_events_filter": {"type": "array",
                                   "items": {"$ref": "#/components/schemas/WebhookEvent"},
                                   "default": ["start", "output", "logs", "completed"]},
-        "output_file_prefix": {"title": "Output File Prefix", "type": "string"},
+        "output_file_prefix": {"title": "Output File Prefix", "type": "string",
+                               "pattern": "^https?://"},
     }}
 
 
 def _response(title: str, input_ref: str, output_ref: str) -> dict[str, Any]:
     return {"title": title, "type": "object", "properties": {
-        "input": {"$ref": f"#/components/schemas/{input_ref}"},
-        "output": {"$ref": f"#/components/schemas/{output_ref}"},
+        # the input as the client sent it (secrets masked, defaults not filled in): not
+        # the Input schema, whose secrets are writeOnly and whose values are checked
+        "input": {"title": "Input", "type": "object"},
+        # null until there is one, and on failure or cancel
+        "output": {"allOf": [{"$ref": f"#/components/schemas/{output_ref}"}], "nullable": True},
         "id": {"title": "Id", "type": "string"},
         "version": {"title": "Version", "type": "string"},
         "created_at": {"title": "Created At", "type": "string", "format": "date-time"},
-        "started_at": {"title": "Started At", "type": "string", "format": "date-time"},
-        "completed_at": {"title": "Completed At", "type": "string", "format": "date-time"},
+        "started_at": {"title": "Started At", "type": "string", "format": "date-time",
+                       "nullable": True},
+        "completed_at": {"title": "Completed At", "type": "string", "format": "date-time",
+                         "nullable": True},
         "logs": {"title": "Logs", "type": "string", "default": ""},
-        "error": {"title": "Error", "type": "string"},
+        "error": {"title": "Error", "type": "string", "nullable": True},
         "status": {"$ref": "#/components/schemas/Status"},
         "metrics": {"title": "Metrics", "type": "object"},
     }}
@@ -308,6 +339,9 @@ _ENVELOPE: dict[str, Any] = {
                                     "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
                             "msg": {"title": "Message", "type": "string"},
                             "type": {"title": "Error Type", "type": "string"}}},
+    "ErrorResponse": {"title": "ErrorResponse", "type": "object", "required": ["error"],
+                      "properties": {"error": {"title": "Error", "type": "string"},
+                                     "status": {"title": "Status", "type": "string"}}},
     "HTTPValidationError": {"title": "HTTPValidationError", "type": "object", "properties": {
         "detail": {"title": "Detail", "type": "array",
                    "items": {"$ref": "#/components/schemas/ValidationError"}}}},
@@ -331,12 +365,11 @@ def _training_paths() -> dict[str, Any]:
             "summary": "Train Idempotent", "operationId": "train_idempotent_trainings__training_id__put",
             "parameters": [_id_param("training_id", "Training ID"), _PREFER],
             "requestBody": {"content": {"application/json": {"schema": {
-                "title": "Training Request", "allOf": [{"$ref": "#/components/schemas/TrainingRequest"}]}}},
-                "required": True},
+                "title": "Training Request", "allOf": [{"$ref": "#/components/schemas/TrainingRequest"}]}}}},
             "responses": _ok("#/components/schemas/TrainingResponse")}},
         "/trainings/{training_id}/cancel": {"post": {
             "summary": "Cancel Training", "operationId": "cancel_training_trainings__training_id__cancel_post",
             "parameters": [_id_param("training_id", "Training ID")],
             "responses": {**_plain("Response Cancel Training Trainings  Training Id  Cancel Post"),
-                          "422": _ok("")["422"]}}},
+                          "422": _ok("")["422"], **_errors("401", "404")}}},
     }

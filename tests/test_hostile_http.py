@@ -119,3 +119,12 @@ def test_a_body_shorter_than_its_content_length_is_not_waited_for_forever(hello)
         assert _closed_by_server(sock)
     _still_serves(hello)
     assert hello.health()["status"] == "READY"
+
+
+@pytest.mark.parametrize("body,status", [(b"", 200), (b"  ", 200), (b"null", 422)])
+def test_a_missing_body_is_an_empty_request_but_null_is_not_an_object(hello, body, status):
+    response = hello.client.post("/predictions", content=body,
+                                 headers={"content-type": "application/json"})
+    assert response.status_code == status, response.text
+    if status == 422:
+        assert response.json()["detail"][0]["msg"] == 'null is not of type "object"'

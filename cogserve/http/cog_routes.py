@@ -86,10 +86,11 @@ class CogRoutes:
             if not service.streaming and service.schema is not None:
                 raise HTTPError(406, {"error": "This model does not support streaming responses."
                                                " Add @cog.streaming to predict() to enable SSE."})
-        body = parse_json(await read_body(receive, scope, self.max_body))
-        if body is None:
-            body = {}
-        if not isinstance(body, dict):
+        raw = await read_body(receive, scope, self.max_body)
+        body = parse_json(raw)
+        if body is None and not raw.strip():
+            body = {}  # no body at all: the document does not require one
+        if not isinstance(body, dict):  # JSON null included: the document says object
             raise HTTPError(422, _detail([("body",), f"{_show(body)} is not of type \"object\"",
                                           "value_error"]))
         respond_async = "respond-async" in (header(scope, b"prefer") or "")
