@@ -26,10 +26,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cogserve", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve the model over HTTP")
-    serve.add_argument("directory", nargs="?", default=".")
-    serve.add_argument("-p", "--port", type=int, default=int(os.environ.get("PORT", "5000")))
-    serve.add_argument("--host", default="0.0.0.0")
+    serve = sub.add_parser("serve", help="serve the model over HTTP",
+                           formatter_class=_DefaultsShown)
+    serve.add_argument("directory", nargs="?", default=".", help="the model folder")
+    serve.add_argument("-p", "--port", type=int, default=int(os.environ.get("PORT", "5000")),
+                       help="port to listen on ($PORT if set)")
+    serve.add_argument("--host", default="0.0.0.0",
+                       help="address to listen on (127.0.0.1: this machine only)")
     serve.add_argument("--upload-url", default=None,
                        help="PUT file outputs here (multipart) and return their URLs")
     serve.add_argument("--predictor", default=None, help="FILE.py:NAME, overrides cog.yaml")
@@ -39,7 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--await-explicit-shutdown", action="store_true",
                        help="ignore SIGTERM; exit only on POST /shutdown")
     serve.add_argument("--max-body-bytes", type=int,
-                       default=int(os.environ.get("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024)))
+                       default=int(os.environ.get("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024)),
+                       help="largest request body accepted ($COGSERVE_MAX_BODY_BYTES if set)")
     serve.add_argument("--no-playground", dest="playground", action="store_false",
                        help="do not serve the browser playground at /docs")
     _capacity_flags(serve)
@@ -135,6 +139,17 @@ def _apply_capacity(args: argparse.Namespace, settings: Any) -> None:
     if args.gpus is not None:
         settings.gpus = parse_gpus(args.gpus)
     settings.predictor = args.predictor
+
+
+class _DefaultsShown(argparse.HelpFormatter):
+    """--help shows every default that is a value (host, port, ...), not None or a flag's."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.default is not None and not isinstance(action.default, bool)
+                and action.default is not argparse.SUPPRESS):
+            text += " (default: %(default)s)"
+        return text
 
 
 def _configure_logging() -> None:

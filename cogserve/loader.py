@@ -76,12 +76,12 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
             try:
                 spec.loader.exec_module(module)
             except Exception as exc:
-                raise DefinitionError(_import_failure(target, exc)) from exc
+                raise DefinitionError(_import_failure(target, exc, directory)) from exc
     else:
         try:
             module = importlib.import_module(target)
         except Exception as exc:
-            raise DefinitionError(_import_failure(target, exc)) from exc
+            raise DefinitionError(_import_failure(target, exc, directory)) from exc
         path = pathlib.Path(getattr(module, "__file__", target))
     if not hasattr(module, name):
         raise DefinitionError(f"{target}: no class or function named {name!r} in it (the model "
@@ -89,7 +89,7 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
     return getattr(module, name)
 
 
-def _import_failure(target: str, exc: BaseException) -> str:
+def _import_failure(target: str, exc: BaseException, directory: pathlib.Path) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     line = ""
     for frame in reversed(frames):
@@ -98,7 +98,12 @@ def _import_failure(target: str, exc: BaseException) -> str:
             break
     if isinstance(exc, SyntaxError):
         line = f"{pathlib.Path(exc.filename or target).name}:{exc.lineno}: "
-    return f"{line}importing {target} failed: {type(exc).__name__}: {exc}"
+    message = f"{line}importing {target} failed: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        from cogserve.import_hints import missing_module_hint
+
+        message += f"; {missing_module_hint(directory, exc.name)}"
+    return message
 
 
 def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> LoadedModel:

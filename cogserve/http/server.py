@@ -32,6 +32,23 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Generator[None, None, None]:
         yield  # signals are installed by `serve` below
 
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started:  # one INFO line: where a new user points curl
+            config = self.config
+            host = f"[{config.host}]" if ":" in config.host else config.host
+            log.info("listening on http://%s:%d", host, config.port)
+
+
+async def _announce_ready(service: Service) -> None:
+    """One INFO line when setup() has finished (or one ERROR line saying it failed)."""
+    await service.ready.wait()
+    if service.status == "READY":
+        log.info("model ready: setup() succeeded; POST /predictions")
+    elif not service.fatal_reason:  # a fatal reason was logged already, once
+        log.error("setup() failed: the model cannot run predictions; GET /health-check "
+                  "for its logs")
+
 
 def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_BODY
           ) -> tuple[App, Service, asyncio.Event]:
@@ -87,12 +104,14 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
         from cogserve.runtime.reload import watch
 
         reloader = loop.create_task(watch(service, stop))
+    announcer = loop.create_task(_announce_ready(service))
     try:
         await server.serve()
     finally:
         watcher.cancel()
         if reloader is not None:
             reloader.cancel()
+        announcer.cancel()
         await service.stop()
         if server.started is False and not stop.is_set():
             raise SystemExit(1)
