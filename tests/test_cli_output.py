@@ -173,3 +173,12 @@ def test_invalid_inputs_get_cogs_messages_before_setup(model, tmp_path, args, me
     assert result.returncode == 2
     assert result.stderr == f"error: {message}\n"
     assert not marker.exists()
+
+
+def test_a_streaming_model_prints_its_items_as_a_json_array(tmp_path):
+    from harness import MODELS
+
+    result = cogserve("predict", MODELS / "stream", "-i", "n=2", "-i", "quiet=true",
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '[\n  "tok0",\n  "tok1"\n]\n'

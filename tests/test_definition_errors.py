@@ -19,7 +19,10 @@ CASES = {
                      "is 'run.py:Runner')",
     "no_run": "run.py:6: class Runner has no run() (or the deprecated predict()) method",
     "import_error": "run.py:5: importing run.py failed: ModuleNotFoundError: No module named "
-                    "'no_such_module_for_cogserve'",
+                    f"'no_such_module_for_cogserve'; {ERRORS / 'import_error' / 'cog.yaml'} "
+                    'does not declare it: add `- "no_such_module_for_cogserve"` under '
+                    "build.python_packages (or a line to the build.python_requirements file) "
+                    "and cogserve installs it",
     "unsupported_input": 'run.py:10: Runner.run() parameter "tags": unsupported input type '
                          "set[int]; use str, int, float, bool, Path, File, Secret, list[...], "
                          "dict, Optional[...], a union of JSON types or Literal[...]",

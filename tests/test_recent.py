@@ -139,3 +139,10 @@ def test_a_put_stream_of_a_finished_id_replays_its_events(serve):
     assert response.headers["content-type"] == "text/event-stream"
     assert replay == events
     assert streaming.client.get("/predictions/sse-1").json() == events[-1][1]
+
+
+def test_a_file_output_is_kept_as_the_url_the_client_got(serve):
+    files = serve("files_out")
+    first = files.client.put("/predictions/file-1", json={"input": {"size": 5}}).json()
+    assert first["output"].startswith("data:")
+    assert files.client.get("/predictions/file-1").json()["output"] == first["output"]
