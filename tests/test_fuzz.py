@@ -29,12 +29,14 @@ CHECKS = "not_a_server_error,status_code_conformance,response_schema_conformance
 V2_DOC = pathlib.Path(__file__).parent / "v2_openapi.json"
 
 
-def _schemathesis(schema: str, base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def _schemathesis(schema: str, base_url: str, cwd: pathlib.Path, *extra: str
+                  ) -> subprocess.CompletedProcess[str]:
+    """The CLI, run in `cwd`: it keeps a cache folder (.schemathesis/) where it runs."""
     command = [sys.executable, "-m", "schemathesis.cli", "run", schema, "--url", base_url,
                "--checks", CHECKS, "--max-examples", str(EXAMPLES), "--seed", SEED,
                "--exclude-path", "/shutdown", "--workers", "1", "--request-timeout", "30",
                "--phases", PHASES, "--no-color", *extra]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600,
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=cwd,
                           env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
 
 
@@ -51,19 +53,19 @@ MODELS_FUZZED = [str(HELLO), "contract/inputs", "files_in", "stream", "trainings
 
 
 @pytest.mark.parametrize("model", MODELS_FUZZED, ids=lambda m: pathlib.Path(m).name)
-def test_openapi_document_and_behaviour_agree(serve, model):
+def test_openapi_document_and_behaviour_agree(serve, model, tmp_path):
     server = serve(model, env={"COGSERVE_DOWNLOAD_TIMEOUT": "2"})
-    result = _schemathesis(server.url + "/openapi.json", server.url)
+    result = _schemathesis(server.url + "/openapi.json", server.url, tmp_path)
     _assert_clean(server, result)
     server_tmp = [p for p in server.own_tmp.rglob("*") if p.is_file()]
     assert server_tmp == [], server_tmp  # no temporary file outlived its prediction
 
 
-def test_v2_endpoints(serve):
+def test_v2_endpoints(serve, tmp_path):
     server = serve("v2_scalars")
     doc = json.loads(V2_DOC.read_text())
     name = server.client.get("/v2").json().get("name")
     assert name
-    result = _schemathesis(str(V2_DOC), server.url)
+    result = _schemathesis(str(V2_DOC), server.url, tmp_path)
     _assert_clean(server, result)
     assert doc["openapi"].startswith("3.")
