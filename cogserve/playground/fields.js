@@ -118,8 +118,7 @@ export class Field {
         return this.makeDropZone(id);
       default: {
         this.input = h("textarea", { id, name, rows: "3", class: "code", spellcheck: "false",
-                                     placeholder: s.type === "object"
-                                       ? "JSON, e.g. {\"key\": \"value\"}" : "a JSON value" });
+                                     placeholder: this.placeholder() });
         if (s.default !== undefined && s.default !== null) {
           this.input.value = JSON.stringify(s.default, null, 2);
         }
@@ -137,8 +136,18 @@ export class Field {
 
   checkJSON() {
     this.clearError();
-    if (this.input.value.trim() === "") return;
+    if (this.input.value.trim() === "" || this.takesText()) return;
     try { JSON.parse(this.input.value); } catch (e) { this.showError(`not valid JSON: ${e.message}`); }
+  }
+
+  placeholder() {
+    if (this.takesText()) return "text, or JSON such as [\"a\", \"b\"]";
+    return this.schema.type === "object" ? "JSON, e.g. {\"key\": \"value\"}" : "a JSON value";
+  }
+
+  // A union with a string member: text that is not JSON is sent as that string.
+  takesText() {
+    return (this.schema.anyOf || []).some((member) => resolve(member, this.doc).type === "string");
   }
 
   makeDropZone(id) {
@@ -251,7 +260,12 @@ export class Field {
       default: {
         const raw = this.input.value.trim();
         if (raw === "") return undefined;
-        try { return JSON.parse(raw); } catch (e) { throw new FieldError(`not valid JSON: ${e.message}`); }
+        try {
+          return JSON.parse(raw);
+        } catch (e) {
+          if (this.takesText()) return this.input.value; // `str | list[str]`: plain text
+          throw new FieldError(`not valid JSON: ${e.message}`);
+        }
       }
     }
   }

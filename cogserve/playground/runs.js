@@ -33,7 +33,6 @@ export class RunPanel {
     this.base = base; // "predictions" | "trainings"
     this.doc = doc;
     this.config = config;
-    this.streaming = streaming;
     const inputs = resolve({ $ref: inputRef }, doc);
     const required = new Set(inputs.required || []);
     this.fields = Object.entries(inputs.properties || {})
@@ -62,7 +61,7 @@ export class RunPanel {
     recentListeners.push(() => this.showRecent());
     const inputCard = h("section", { class: "card input-card" },
       h("div", { class: "card-head" }, h("h2", { text: "Input" }),
-        h("span", { class: "muted", text: `${kind === "training" ? "PUT /trainings" : "PUT /predictions"}/{id}` })),
+        h("span", { class: "muted", text: `PUT /${base}/{id}` })),
       this.fields.length ? null : h("p", { class: "muted", text: "This model takes no inputs." }),
       this.form);
     const recentCard = h("section", { class: "card recent-card" },
@@ -102,18 +101,19 @@ export class RunPanel {
   showFieldErrors(detail) {
     // FastAPI-style 422: [{loc: ["body", "input", name, ...], msg}]; anything else on top
     const general = [];
-    let first = null;
+    const byField = new Map(); // a field may fail several checks (list items): show them all
     for (const item of Array.isArray(detail) ? detail : []) {
       const loc = item.loc || [];
       const field = loc[1] === "input" ? this.fields.find((f) => f.name === loc[2]) : null;
       if (field) {
         const where = loc.slice(3).join(".");
-        field.showError(where ? `${where}: ${item.msg}` : item.msg);
-        first = first || field;
+        byField.set(field, [...(byField.get(field) || []), where ? `${where}: ${item.msg}` : item.msg]);
       } else {
         general.push(`${loc.slice(1).join(".") || "request"}: ${item.msg}`);
       }
     }
+    for (const [field, messages] of byField) field.showError(messages.join("\n"));
+    const first = byField.keys().next().value;
     if (general.length) this.showFormError(general.join("\n"));
     if (first) first.el.scrollIntoView({ block: "center", behavior: "smooth" });
   }
