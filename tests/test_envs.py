@@ -22,6 +22,7 @@ from harness import MODELS, Server
 from cogserve.envs.spec import parse_build
 
 ENVS = MODELS / "envs"
+EXAMPLE = pathlib.Path(__file__).parent.parent / "examples" / "cog-banner"
 TINY_RUN = """\
 import cogserve_tinypkg
 from cog import BaseRunner
@@ -48,8 +49,8 @@ def leftovers() -> list[str]:
     root = env_root()
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir()
-                  if p.name != "wheels" and not (p / "cogserve-env.json").is_file())
+    return sorted(p.name for p in root.iterdir() if p.name not in ("wheels", ".locks")
+                  and not (p / "cogserve-env.json").is_file())
 
 
 def test_env_command_builds_once_prints_the_path_and_reuses_it() -> None:
@@ -283,3 +284,58 @@ def test_the_key_follows_everything_that_decides_the_environment(tmp_path) -> No
     assert parse_build(tmp_path, base).key("0.1.0+a") != key
     with pytest.raises(Exception, match="only one of python_packages or python_requirements"):
         parse_build(tmp_path, {**base, "python_packages": ["x"]})
+
+
+def test_the_readme_example_with_a_requirements_file_runs_with_one_command(tmp_path) -> None:
+    out = tmp_path / "banner.png"
+    result = cogserve("predict", EXAMPLE, "-i", "text=hello", "-o", out, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_install_system_packages_runs_the_build_run_commands(tmp_path) -> None:
+    marker = tmp_path / "ran"
+    (tmp_path / "cog.yaml").write_text(
+        f'build:\n  run:\n    - command: "touch {marker}"\nrun: "run.py:Runner"\n')
+    printed = cogserve("env", tmp_path)
+    assert f"build.run is not run by cogserve: touch {marker}" in printed.stderr
+    assert not marker.exists()
+    result = cogserve("env", tmp_path, "--install-system-packages")
+    assert result.returncode == 0, result.stderr
+    assert f"cogserve: running: touch {marker}" in result.stdout
+    assert marker.exists()
+
+
+def test_two_processes_building_one_environment_build_it_once(tmp_path) -> None:
+    gate = tmp_path / "gate"
+    model = _tiny_model(tmp_path, "# built by one of two processes\n./src\n")
+    env = {**os.environ, "TINYPKG_GATE": str(gate)}
+    argv = [sys.executable, "-m", "cogserve.cli", "env", str(model)]
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    procs = []
+    try:
+        for log in logs:
+            with open(log, "w") as fh:
+                procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                              stderr=fh, text=True, start_new_session=True))
+            if log == logs[0]:
+                _wait_for_text(log, "resolving, downloading and installing")
+        _wait_for_text(logs[1], "waiting for another process")
+        gate.touch()
+        paths = [p.communicate(timeout=120)[0].strip() for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+    assert [p.returncode for p in procs] == [0, 0]
+    assert paths[0] == paths[1] and pathlib.Path(paths[0]).parent == env_root()
+    assert "resolving" not in logs[1].read_text()  # the second one built nothing
+    assert leftovers() == []
+
+
+def _wait_for_text(path: pathlib.Path, text: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in path.read_text():
+        assert time.monotonic() < deadline, f"{text!r} never appeared in {path.read_text()}"
+        time.sleep(0.05)

@@ -101,7 +101,21 @@ async def choose_interpreter(version: str | None, on_line: LineSink) -> str:
 
 async def build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
                 replace: bool = False) -> pathlib.Path:
-    """Build the environment for `key` in a temporary folder and publish it atomically."""
+    """Build the environment for `key` in a temporary folder and publish it atomically.
+
+    One process builds a key at a time; one that waited finds the other's result.
+    """
+    lock = await store.lock(key, lambda: on_line(
+        "cogserve: waiting for another process that is building this environment\n"))
+    try:
+        ready = None if replace else store.ready(key)
+        return ready or await _build(spec, store, key, on_line, replace)
+    finally:
+        lock.close()
+
+
+async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
+                 replace: bool) -> pathlib.Path:
     started = time.monotonic()
     python = await choose_interpreter(spec.python_version, on_line)
     build_dir = store.new_build_dir(key)

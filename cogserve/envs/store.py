@@ -7,6 +7,8 @@ Layout of the root (`COGSERVE_ENV_DIR`, else `$XDG_CACHE_HOME/cogserve/envs`, el
                                it holds, and its mtime is the last time it was used
     .building-<key>-<pid>-*/   an environment being built; renamed to <key>/ when complete
     .removing-*/               an environment being deleted
+    .locks/<key>               held (flock) by the process building <key>: a second
+                               process waits for it, then finds the environment ready
     wheels/<cogserve id>/      the cogserve wheel installed into environments
 
 An environment appears under its key only complete (a rename is atomic), so a build that
@@ -16,16 +18,20 @@ by the next build or by `cogserve env --prune`.
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import json
 import os
 import pathlib
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 MARKER = "cogserve-env.json"
+LOCKS = ".locks"
 BUILDING = ".building-"
 REMOVING = ".removing-"
 
@@ -69,6 +75,30 @@ class EnvStore:
         except FileNotFoundError:
             return None
         return path
+
+    async def lock(self, key: str, on_wait: Callable[[], None]) -> IO[bytes]:
+        """Hold the build lock of `key` until the returned file is closed.
+
+        Polled, not a blocking flock in a thread: a wait must end when its task is
+        cancelled (a server stopped while another process builds).
+        """
+        folder = self.root / LOCKS
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / key, "wb")  # noqa: SIM115 - the caller closes it
+        try:
+            waited = False
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return handle
+                except BlockingIOError:
+                    if not waited:
+                        on_wait()
+                        waited = True
+                    await asyncio.sleep(0.2)
+        except BaseException:
+            handle.close()
+            raise
 
     def new_build_dir(self, key: str) -> pathlib.Path:
         self.root.mkdir(parents=True, exist_ok=True)
