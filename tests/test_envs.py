@@ -230,6 +230,11 @@ def test_predict_and_schema_run_in_the_environment_and_no_env_opts_out(tmp_path)
                                      "    return sys.prefix\n")
     inside = cogserve("predict", tmp_path, timeout=300)
     assert pathlib.Path(inside.stdout.strip()).parent == env_root(), inside.stderr
+    (tmp_path / "cog.yaml").write_text((tmp_path / "cog.yaml").read_text()
+                                       + 'train: "run.py:run"\n')
+    trained = cogserve("train", tmp_path, cwd=tmp_path, timeout=300)  # in the env too
+    assert trained.returncode == 0, trained.stderr
+    assert pathlib.Path((tmp_path / "weights").read_text()).parent == env_root()  # as cog
     for args, env in ((["--no-env"], {}), ([], {"COGSERVE_NO_ENV": "1"})):
         own = cogserve("predict", tmp_path, *args, env=env)
         assert own.returncode == 0, own.stderr

@@ -51,10 +51,6 @@ class StoredEnv:
     info: dict[str, Any]
     last_used: float
 
-    @property
-    def python(self) -> pathlib.Path:
-        return self.path / "bin" / "python"
-
 
 class EnvStore:
     def __init__(self, root: pathlib.Path | None = None) -> None:
