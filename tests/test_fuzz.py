@@ -54,7 +54,9 @@ MODELS_FUZZED = [str(HELLO), "contract/inputs", "files_in", "stream", "trainings
 
 @pytest.mark.parametrize("model", MODELS_FUZZED, ids=lambda m: pathlib.Path(m).name)
 def test_openapi_document_and_behaviour_agree(serve, model, tmp_path):
-    server = serve(model, env={"COGSERVE_DOWNLOAD_TIMEOUT": "2"})
+    # the fuzzer picks inputs' bounds: hello-world's `seconds` (up to 60, for the README's
+    # cancel step) would outlast its request timeout; the server's deadline bounds them
+    server = serve(model, env={"COGSERVE_DOWNLOAD_TIMEOUT": "2", "COGSERVE_PREDICT_TIMEOUT": "2"})
     result = _schemathesis(server.url + "/openapi.json", server.url, tmp_path)
     _assert_clean(server, result)
     server_tmp = [p for p in server.own_tmp.rglob("*") if p.is_file()]
