@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from cogserve.envs import selfwheel
 from cogserve.envs.spec import COG_SDK_PACKAGES, BuildSpec, normalise
 from cogserve.envs.store import EnvStore
+from cogserve.lifeline import die_with_parent
 
 LineSink = Callable[[str], None]
 
@@ -57,6 +58,7 @@ async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None 
         *argv, cwd=cwd, env=_uv_env(), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,  # Ctrl-C reaches cogserve only, which ends uv and its group
+        preexec_fn=die_with_parent,  # and a cogserve killed mid-build takes uv with it
     )
     assert process.stdout is not None
     lines: list[str] = []

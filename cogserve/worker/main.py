@@ -32,27 +32,6 @@ if TYPE_CHECKING:
     import asyncio
 
 
-def die_with_parent() -> None:
-    """Ask Linux for SIGKILL when the server dies (even by SIGKILL itself).
-
-    The worker has its own process group (so its children can be ended with it), so a
-    signal to the server's group no longer reaches it; without this an orphaned worker
-    could keep running a long run() after its server is gone.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    parent = os.getppid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the server died before the request took effect
-        os._exit(1)
-
-
 def main() -> None:
     cfg = jsoncodec.loads(os.environ.pop(protocol.WORKER_ENV))
     control = SyncChannel(socket.socket(fileno=cfg["control_fd"]))
