@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--num-gpus", type=float, default=0.0, help="GPUs Ray reserves per replica")
     p.add_argument("--predictor", default=None, help="FILE.py:NAME, overrides cog.yaml")
     p.add_argument("--model-name", default=None, help="the model's name in the V2 API")
+    p.add_argument("--health-check-period", type=float, default=2.0,
+                   help="seconds between Ray's checks of each replica (a DEFUNCT one is "
+                        "replaced)")
     return {"dockerfile": _dockerfile, "k8s": _k8s, "ray": _ray}
 
 

@@ -117,7 +117,7 @@ class CogRoutes:
             if not isinstance(body_id, str) or not _ID.match(body_id):
                 raise HTTPError(422, _detail([("body", "id"), _ID_RULE, "value_error"]))
             prediction_id = body_id
-        prediction_id = prediction_id or generate_id()
+        prediction_id = prediction_id or generate_id(self.service.settings.id_prefix)
 
         try:
             service.check_accepting()

@@ -73,6 +73,7 @@ class Settings:
     upload_url: str | None = None
     model_name: str | None = None
     model_version: str | None = None
+    id_prefix: str = ""  # generated prediction ids start with it (cogserve.deploy.ray)
     stream_history: int = DEFAULT_CAPACITY  # SSE replay buffer, in events
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
@@ -853,11 +854,14 @@ def clear_folder(folder: str) -> None:
                 pass
 
 
-def generate_id() -> str:
+def generate_id(prefix: str = "") -> str:
+    """26 lowercase base32 characters; `prefix` replaces the first ones (a Ray Serve
+    replica's tag, so that requests naming the id find the replica that holds it)."""
     import base64
     import uuid
 
-    return base64.b32encode(uuid.uuid4().bytes).decode().lower().rstrip("=")
+    ident = base64.b32encode(uuid.uuid4().bytes).decode().lower().rstrip("=")
+    return prefix + ident[len(prefix):]
 
 
 def parse_created_at(value: Any) -> datetime.datetime | None:

@@ -1,0 +1,119 @@
+"""`cogserve ray`: serve the model as a Ray Serve deployment (`pip install cogserve[ray]`).
+
+Ray's HTTP proxy takes the traffic; each replica is a cogserve runtime with its own
+worker (`ray_app.CogserveReplica`); requests that name a prediction id reach the replica
+that holds it (`ray_routing`). Without --address a local single-node cluster is started
+and shut down with the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from cogserve.config import load_config
+from cogserve.exceptions import DefinitionError
+
+APP_NAME = "cogserve"
+HEADROOM = 16  # requests a replica takes beyond its slots: cancels, health checks, GETs
+OBJECT_STORE_BYTES = 200 * 1024 * 1024  # requests are small; Ray's default is 30% of RAM
+
+
+@dataclass
+class Options:
+    directory: str
+    replicas: int = 1
+    host: str = "0.0.0.0"
+    port: int = 5000
+    address: str | None = None
+    autoscaling: dict[str, Any] | None = None
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    predictor: str | None = None
+    model_name: str | None = None
+    health_check_period: float = 2.0
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        autoscaling = None
+        if args.autoscaling:
+            try:
+                autoscaling = json.loads(args.autoscaling)
+            except json.JSONDecodeError as exc:
+                raise DefinitionError(f"--autoscaling is not JSON: {exc}") from None
+            if not isinstance(autoscaling, dict):
+                raise DefinitionError("--autoscaling must be a JSON object")
+        if args.replicas < 1:
+            raise DefinitionError("--replicas must be at least 1")
+        return cls(directory=args.directory, replicas=args.replicas, host=args.host,
+                   port=args.port, address=args.address, autoscaling=autoscaling,
+                   num_cpus=args.num_cpus, num_gpus=args.num_gpus, predictor=args.predictor,
+                   model_name=args.model_name, health_check_period=args.health_check_period)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        from ray import serve  # noqa: F401
+    except ImportError:
+        raise DefinitionError("Ray Serve is not installed: pip install 'cogserve[ray]'") from None
+    return ray
+
+
+def deployment_options(options: Options, slots: int) -> dict[str, Any]:
+    from ray.serve.config import RequestRouterConfig
+
+    scaling: dict[str, Any] = (
+        {"autoscaling_config": options.autoscaling} if options.autoscaling
+        else {"num_replicas": options.replicas})
+    return {
+        **scaling,
+        "max_ongoing_requests": slots + HEADROOM,
+        "health_check_period_s": options.health_check_period,
+        "ray_actor_options": {"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
+        "request_router_config": RequestRouterConfig(
+            request_router_class="cogserve.deploy.ray_app.PredictionRouter"),
+    }
+
+
+def run(options: Options) -> None:
+    ray = _import_ray()
+    from ray import serve
+
+    from cogserve.deploy.ray_app import CogserveReplica
+
+    config = load_config(options.directory, options.predictor)
+    config.ref("predict" if config.predict_ref or not config.train_ref else "train")
+    slots = int(os.environ.get("COG_MAX_CONCURRENCY") or config.concurrency or 1)
+    if options.address:
+        ray.init(address=options.address, include_dashboard=False)
+    else:  # logical CPUs: room for every replica and one replacement at a time
+        wanted = math.ceil(options.num_cpus * (max(options.replicas, _max_replicas(options)) + 1))
+        ray.init(num_cpus=max(os.cpu_count() or 1, wanted), include_dashboard=False,
+                 object_store_memory=OBJECT_STORE_BYTES)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        serve.start(http_options={"host": options.host, "port": options.port})
+        deployment = serve.deployment(CogserveReplica, name="model",
+                                      **deployment_options(options, slots))
+        serve.run(deployment.bind(str(config.directory), options.predictor,
+                                  options.model_name), name=APP_NAME, route_prefix="/")
+        print(f"serving on http://{options.host}:{options.port} (Ray Serve)", flush=True)
+        stop.wait()
+    finally:
+        print("shutting down", file=sys.stderr, flush=True)
+        serve.shutdown()
+        ray.shutdown()
+
+
+def _max_replicas(options: Options) -> int:
+    return int((options.autoscaling or {}).get("max_replicas", 1))

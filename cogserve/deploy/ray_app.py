@@ -1,0 +1,145 @@
+"""The Ray Serve side: one replica = one cogserve runtime with its own worker, and the
+request router that sends requests naming a prediction to the replica holding it.
+
+Imported only inside Ray (the driver of `cogserve ray`, its proxy and its replicas).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import random
+from typing import Any
+
+from ray import serve
+from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
+
+from cogserve.deploy.ray_routing import Homes, prediction_id, replica_tag
+
+ASGI = Any
+
+
+def _request_path(pending: PendingRequest | None) -> str | None:
+    """The HTTP path of a request from Ray's proxy (it sends the pickled ASGI scope)."""
+    if pending is None or not pending.args or not isinstance(pending.args[0], bytes):
+        return None
+    try:
+        request = pickle.loads(pending.args[0])
+    except Exception:  # noqa: BLE001 - not an HTTP request from the proxy
+        return None
+    scope = getattr(request, "asgi_scope", None)
+    return scope.get("path") if isinstance(scope, dict) else None
+
+
+class PredictionRouter(RequestRouter):
+    """Ray Serve request router: by prediction id where the path names one (see
+    `ray_routing`), else the less loaded of two random replicas."""
+
+    def initialize_state(self, **kwargs: Any) -> None:
+        self._homes = Homes()
+
+    async def choose_replicas(self, candidate_replicas: list[RunningReplica],
+                              pending_request: PendingRequest | None = None
+                              ) -> list[list[RunningReplica]]:
+        path = _request_path(pending_request)
+        ident = prediction_id(path) if path else None
+        if ident is None:
+            return [random.sample(candidate_replicas, min(2, len(candidate_replicas)))]
+        by_id = {r.replica_id.unique_id: r for r in candidate_replicas}
+        home = self._homes.home(ident, list(by_id))
+        if home is None:
+            return []
+        self._homes.pin(ident, home)
+        return [[by_id[home]]]
+
+
+def _creates_and_waits(scope: dict[str, Any]) -> bool:
+    """A request that takes a slot and holds its connection until the prediction ends."""
+    method, path = scope["method"], scope["path"]
+    creates = ((method == "POST" and path in ("/predictions", "/trainings"))
+               or (method == "PUT" and prediction_id(path) is not None
+                   and path.count("/") == 2)
+               or (method == "POST" and path.startswith("/v2/") and path.endswith("/infer")))
+    if not creates:
+        return False
+    for name, value in scope["headers"]:
+        if name == b"prefer" and b"respond-async" in value:
+            return False
+    return True
+
+
+class _ReplicaApp:
+    """cogserve's app as Ray runs it: the service is started by the replica's constructor
+    (so Ray routes nothing to it before setup() is done), stopped after a drain.
+
+    Sync and streaming creates wait for a free slot here instead of getting 409, so that
+    Ray's queueing (max_ongoing_requests) and its load-aware routing decide; control
+    requests (cancel, health, GET) never wait behind predictions.
+    """
+
+    def __init__(self, app: ASGI, service: Any) -> None:
+        self.app = app
+        self.service = service
+        self.gate = asyncio.Semaphore(max(1, service.slots))
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http" and _creates_and_waits(scope):
+            async with self.gate:
+                await self.app(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.service.shutting_down = True
+                await self.service.drain()
+                await self.service.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+class ReplicaFailed(RuntimeError):
+    """Tells Ray this replica can no longer serve (it replaces it)."""
+
+
+@serve.ingress()
+class CogserveReplica:
+    """One Ray Serve replica: a cogserve Service and its worker, behind cogserve's app."""
+
+    async def __init__(self, directory: str, predictor: str | None,
+                       model_name: str | None) -> None:
+        from cogserve.cli import _apply_environment
+        from cogserve.config import load_config
+        from cogserve.http import server
+        from cogserve.runtime.service import Settings
+
+        config = load_config(directory, predictor)
+        _apply_environment(config)
+        settings = Settings.from_env(config)
+        settings.model_name = model_name
+        settings.id_prefix = replica_tag(serve.get_replica_context().replica_id.unique_id)
+        app, self.service, _ = server.build(config, settings)
+        await self.service.start()
+        await self.service.ready.wait()
+        if self.service.status != "READY":
+            logs = self.service.setup["logs"].strip().splitlines()
+            await self.service.stop()
+            raise ReplicaFailed(f"setup() failed: {logs[-1] if logs else 'worker exited'}")
+        self._asgi = _ReplicaApp(app, self.service)
+        self.pid = os.getpid()
+
+    def __serve_build_asgi_app__(self) -> ASGI:
+        return self._asgi
+
+    def check_health(self) -> None:
+        """Ray calls this periodically: a dead worker (DEFUNCT) means a new replica."""
+        if self.service.status in ("DEFUNCT", "SETUP_FAILED"):
+            raise ReplicaFailed(f"the model is {self.service.status}: "
+                                f"{self.service.fatal_reason or 'setup failed'}")

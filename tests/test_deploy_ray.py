@@ -1,0 +1,192 @@
+"""`cogserve ray --replicas 2` on a local single-node Ray cluster started by this module.
+
+One cluster for the whole module (Ray takes tens of seconds to start on 2 cores); the
+tests talk HTTP to Ray's proxy. The worker-kill test runs last in its own order-proof way:
+it waits until Ray has replaced the replica, so later tests see two healthy replicas again.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from harness import MODELS, free_port
+from receiver import Receiver
+
+pytest.importorskip("ray.serve", reason="Ray Serve is installed by the test extra")
+
+START_TIMEOUT = 180  # a cold Ray on 2 busy cores
+
+
+class RayServer:
+    def __init__(self, model: pathlib.Path, replicas: int) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        # Ray keeps sockets and logs in TMPDIR; a short path of its own (sockets have a
+        # 107-byte limit), removed with the cluster
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+        self.log = (self.tmp / "server.log").open("wb")
+        env = {**os.environ, "TMPDIR": str(self.tmp), "RAY_TMPDIR": str(self.tmp),
+               "LOG_FORMAT": "console"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cogserve.cli", "ray", str(model), "--replicas",
+             str(replicas), "--host", "127.0.0.1", "--port", str(self.port),
+             "--num-cpus", "0.5", "--health-check-period", "1"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.client = httpx.Client(base_url=self.url, timeout=60)
+
+    def output(self) -> str:
+        return (self.tmp / "server.log").read_text(errors="replace")[-5000:]
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.output()
+            try:
+                if self.client.get("/health-check").json()["status"] == "READY":
+                    return
+            except (httpx.HTTPError, ValueError, KeyError):
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"Ray never served READY\n{self.output()}")
+
+    def workers(self) -> list[int]:
+        """pids of the cogserve workers of this cluster's replicas."""
+        found = []
+        for entry in pathlib.Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+                environ = (entry / "environ").read_bytes()
+                state = (entry / "stat").read_text().split()[2]
+            except OSError:
+                continue
+            if (b"cogserve.worker" in cmd and f"RAY_TMPDIR={self.tmp}".encode() in environ
+                    and state != "Z"):
+                found.append(int(entry.name))
+        return found
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)  # serve.shutdown(), ray.shutdown()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # whatever Ray left in the group
+        except ProcessLookupError:
+            pass
+        for pid in self.workers():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait(timeout=10)
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_server() -> Iterator[RayServer]:
+    server = RayServer(MODELS / "stream", replicas=2)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_both_apis_work_through_rays_proxy(ray_server):
+    c = ray_server.client
+    r = c.post("/predictions", json={"input": {"n": 3}})
+    assert r.status_code == 200 and r.json()["output"] == ["tok0", "tok1", "tok2"]
+    with c.stream("POST", "/predictions", json={"input": {"n": 2}},
+                  headers={"Accept": "text/event-stream"}) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        body = "".join(stream.iter_text())
+    assert body.count("event: output") == 2 and "event: completed" in body
+    r = c.post("/v2/models/stream/infer", json={"inputs": [
+        {"name": "n", "datatype": "INT64", "shape": [1], "data": [2]}]})
+    assert r.status_code == 200, r.text
+    assert r.json()["outputs"][0]["data"] == ["tok0", "tok1"]
+    assert c.get("/v2/health/ready").json() == {"ready": True}
+
+
+def test_async_with_webhook_and_generated_ids_find_their_replica(ray_server):
+    c = ray_server.client
+    receiver = Receiver()
+    try:
+        ids = []
+        for _ in range(6):
+            r = c.post("/predictions", json={"input": {"n": 2}, "webhook": receiver.url},
+                       headers={"Prefer": "respond-async"})
+            assert r.status_code == 202
+            ids.append(r.json()["id"])
+        receiver.wait_until(lambda bodies: {b["id"] for b in bodies
+                                            if b["status"] == "succeeded"} == set(ids))
+        # each id names its replica: GET finds it every time (a random replica: 1 in 2)
+        for ident in ids:
+            for _ in range(4):
+                r = c.get(f"/predictions/{ident}")
+                assert r.status_code == 200 and r.json()["output"] == ["tok0", "tok1"]
+    finally:
+        receiver.close()
+
+
+def test_cancel_and_repeated_put_reach_the_replica_that_holds_the_prediction(ray_server):
+    c = ray_server.client
+    async_ = {"Prefer": "respond-async"}
+    body = {"input": {"n": 400, "delay": 0.05}}
+    for k in range(3):  # one at a time: each replica has one slot (a sync model)
+        ident = f"client-chosen-{k}-{time.monotonic_ns()}"
+        r = c.put(f"/predictions/{ident}", json=body, headers=async_)
+        assert r.status_code == 202, r.text
+        created = r.json()["created_at"]
+        for _ in range(3):  # the running prediction answers, on its replica, not a new one
+            r = c.put(f"/predictions/{ident}", json=body, headers=async_)
+            assert r.status_code == 202, r.text
+            assert r.json()["created_at"] == created
+        r = c.post(f"/predictions/{ident}/cancel")
+        assert r.status_code == 200, r.text  # elsewhere: 404, unknown id
+        deadline = time.monotonic() + 30
+        while (state := c.get(f"/predictions/{ident}").json())["status"] != "canceled":
+            assert time.monotonic() < deadline, state
+            time.sleep(0.05)
+        assert len(state["output"]) < 400
+
+
+def test_killing_one_replicas_worker_leaves_the_other_serving_and_ray_replaces_it(
+        ray_server):
+    c = ray_server.client
+    before = ray_server.workers()
+    assert len(before) == 2, before
+    os.kill(before[0], signal.SIGKILL)
+    served = 0
+    deadline = time.monotonic() + 120
+    while True:  # until Ray has started a new replica (a new worker) beside the old one
+        r = c.post("/predictions", json={"input": {"n": 1}})
+        # the dead replica answers 503 until Ray's health check replaces it
+        assert r.status_code in (200, 503), r.text
+        served += r.status_code == 200
+        now = ray_server.workers()
+        if len(now) == 2 and before[0] not in now and before[1] in now:
+            break
+        assert time.monotonic() < deadline, f"not replaced: {now}\n{ray_server.output()}"
+        time.sleep(0.2)
+    assert served > 0  # the other replica kept serving meanwhile
+    ray_server.wait_ready()
+    for _ in range(10):
+        r = c.post("/predictions", json={"input": {"n": 1}})
+        assert r.status_code == 200 and r.json()["output"] == ["tok0"]
