@@ -1,77 +1,48 @@
-"""Check a KServe manifest against the KServe Python SDK's generated models, offline.
+"""Check a KServe manifest against KServe's published CRD schemas, offline.
 
-The SDK's models are generated from KServe's OpenAPI spec: each class lists its fields
-(`attribute_map`, the JSON names) and their types (`openapi_types`), and its constructor
-refuses missing required fields and values outside an enum. Kubernetes types inside
-(V1Container, V1Probe, ...) come from the official `kubernetes` client the same way.
-A field the schema does not know is an error, as `kubectl apply --validate=strict` makes it.
+tests/schemas/kserve-crds.json.gz holds the `openAPIV3Schema` of KServe's own CRDs
+(config/crd/full/serving.kserve.io_inferenceservices.yaml and ..._servingruntimes.yaml;
+the commit is in its "source" field), unchanged. This is the schema the Kubernetes API
+server checks an InferenceService or ServingRuntime against. As `kubectl apply
+--validate=strict` does, a field the schema does not know is an error: objects that list
+their properties and do not declare `x-kubernetes-preserve-unknown-fields` get
+`additionalProperties: false` here.
 """
 
 from __future__ import annotations
 
-import re
+import functools
+import gzip
+import json
+import pathlib
 from typing import Any
 
-import kserve.models
-import kubernetes.client.models
+import jsonschema
 
-_PRIMITIVES: dict[str, tuple[type, ...]] = {
-    "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
-    "object": (object,), "datetime": (str,), "date": (str,),
-}
-# kserve writes list[X] and dict(str, X); the kubernetes client List[X] and Dict[str, X]
-_LIST = re.compile(r"^[lL]ist\[(.+)\]$")
-_DICT = re.compile(r"^(?:dict\(str, (.+)\)|Dict\[str, (.+)\])$")
+SCHEMAS = pathlib.Path(__file__).parent / "schemas" / "kserve-crds.json.gz"
 
 
-def errors(document: dict[str, Any], kind_class: str) -> list[str]:
-    """Every place where `document` does not fit the model class `kind_class`."""
-    found: list[str] = []
-    _check(document, kind_class, "", found)
-    return found
+@functools.cache
+def _validator(key: str) -> jsonschema.Draft7Validator:
+    schemas = json.loads(gzip.decompress(SCHEMAS.read_bytes()))["schemas"]
+    return jsonschema.Draft7Validator(_strict(schemas[key]))
 
 
-def _model(name: str) -> Any:
-    cls = getattr(kserve.models, name, None) or getattr(kubernetes.client.models, name, None)
-    if cls is None:
-        raise LookupError(f"no SDK model named {name}")
-    return cls
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _strict(v) for k, v in node.items()}
+    if ("properties" in node and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")):
+        node["additionalProperties"] = False
+    return node
 
 
-def _check(value: Any, type_name: str, where: str, found: list[str]) -> None:
-    if (m := _LIST.match(type_name)) is not None:
-        if not isinstance(value, list):
-            found.append(f"{where}: expected a list, got {value!r}")
-            return
-        for i, item in enumerate(value):
-            _check(item, m.group(1), f"{where}[{i}]", found)
-        return
-    if (m := _DICT.match(type_name)) is not None:
-        if not isinstance(value, dict):
-            found.append(f"{where}: expected a mapping, got {value!r}")
-            return
-        for key, item in value.items():
-            _check(item, m.group(1) or m.group(2), f"{where}.{key}", found)
-        return
-    if type_name in _PRIMITIVES:
-        wanted = _PRIMITIVES[type_name]
-        if isinstance(value, bool) and bool not in wanted and object not in wanted:
-            found.append(f"{where}: expected {type_name}, got a boolean")
-        elif not isinstance(value, wanted):
-            found.append(f"{where}: expected {type_name}, got {value!r}")
-        return
-    cls = _model(type_name)
-    if not isinstance(value, dict):
-        found.append(f"{where}: expected a {type_name} mapping, got {value!r}")
-        return
-    by_json = {json_name: attr for attr, json_name in cls.attribute_map.items()}
-    for key, item in value.items():
-        attr = by_json.get(key)
-        if attr is None:
-            found.append(f"{where}.{key}: unknown field of {type_name}")
-            continue
-        _check(item, cls.openapi_types[attr], f"{where}.{key}", found)
-    try:  # required fields and enum values: the generated constructor checks them
-        cls(**{by_json[k]: v for k, v in value.items() if k in by_json})
-    except (ValueError, TypeError) as exc:
-        found.append(f"{where or type_name}: {exc}")
+def errors(document: dict[str, Any]) -> list[str]:
+    """Every place where `document` does not fit its kind's schema."""
+    group, _, version = document["apiVersion"].partition("/")
+    validator = _validator(f"{group}/{version}/{document['kind']}")
+    return [f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"
+            for e in validator.iter_errors(document)]
