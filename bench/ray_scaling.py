@@ -26,13 +26,13 @@ import time
 from bench import envs, loadgen
 from bench.procs import Proc, free_port
 
-MODEL = envs.BENCH / "models" / "cpu_20ms"
+MODEL = envs.BENCH / "models" / "cpu_sync"  # scenario 9's model (~20 ms of pure Python)
 RESULTS = envs.BENCH / "RESULTS.md"
 HEADING = "## Ray Serve scaling (cogserve ray)"
 CLIENTS = 8
 START_TIMEOUT = 240.0
 SYSTEMS = {
-    "cogserve serve": ["serve"],
+    "cogserve serve --queue-size 64": ["serve", "--queue-size", "64"],
     "cogserve ray, 1 replica": ["ray", "--replicas", "1"],
     "cogserve ray, 2 replicas": ["ray", "--replicas", "2"],
 }
@@ -44,14 +44,14 @@ def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str
     url = f"http://127.0.0.1:{port}"
     tmp = tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp")  # Ray's sockets: a short path
     log = envs.CACHE / "logs" / f"ray_scaling-{args[0]}-{args[-1]}.log"
-    proc = Proc([sys.executable, "-m", "cogserve.cli", *args, str(MODEL), "--host",
+    proc = Proc([sys.executable, "-m", "cogserve.cli", args[0], str(MODEL), *args[1:], "--host",
                  "127.0.0.1", "--port", str(port)],
                 env={"LOG_FORMAT": "console", "TMPDIR": tmp, "RAY_TMPDIR": tmp}, log=log)
     try:
         loadgen.wait_http(url + "/health-check", timeout=START_TIMEOUT, alive=proc.alive,
                           ready=lambda status, body: status == 200 and b"READY" in body)
         body = pathlib.Path(tmp) / "body.json"
-        body.write_text(json.dumps({"input": {"x": 1}}))
+        body.write_text(json.dumps({"input": {}}))
         post = {"url": url + "/predictions", "connections": CLIENTS, "body": body,
                 "headers": {"Content-Type": "application/json"}}
         loadgen.wrk(wrk, seconds=5, **post)  # warm-up (Ray's routers learn queue lengths)
@@ -70,8 +70,8 @@ def report(figures: dict[str, list[loadgen.WrkResult]], rounds: int, seconds: fl
     med = {name: statistics.median(r.ok_per_s for r in rs) for name, rs in figures.items()}
     serve, one, two = (med[n] for n in SYSTEMS)
     lines = [HEADING, "",
-             f"`python -m bench.ray_scaling`: bench/models/cpu_20ms (a sync run() that burns "
-             f"20 ms of CPU), {CLIENTS} clients (wrk), POST /predictions, {rounds} runs of "
+             f"`python -m bench.ray_scaling`: bench/models/cpu_sync (a sync run() of ~20 ms of "
+             f"pure-Python work), {CLIENTS} clients (wrk), POST /predictions, {rounds} runs of "
              f"{seconds:g} s per system after a 5 s warm-up, on this 2-core machine "
              f"({time.strftime('%Y-%m-%d')}).", "",
              "| system | req/s (median) | runs | p50 ms | p99 ms |", "|---|---|---|---|---|"]

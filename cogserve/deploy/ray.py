@@ -22,7 +22,6 @@ from cogserve.config import load_config
 from cogserve.exceptions import DefinitionError
 
 APP_NAME = "cogserve"
-HEADROOM = 16  # requests a replica takes beyond its slots: cancels, health checks, GETs
 OBJECT_STORE_BYTES = 200 * 1024 * 1024  # requests are small; Ray's default is 30% of RAM
 
 
@@ -70,12 +69,14 @@ def _import_ray() -> Any:
 def deployment_options(options: Options, slots: int) -> dict[str, Any]:
     from ray.serve.config import RequestRouterConfig
 
+    from cogserve.deploy.ray_app import QUEUE_HEADROOM
+
     scaling: dict[str, Any] = (
         {"autoscaling_config": options.autoscaling} if options.autoscaling
         else {"num_replicas": options.replicas})
     return {
         **scaling,
-        "max_ongoing_requests": slots + HEADROOM,
+        "max_ongoing_requests": slots + QUEUE_HEADROOM,
         "health_check_period_s": options.health_check_period,
         "ray_actor_options": {"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
         "request_router_config": RequestRouterConfig(

@@ -6,7 +6,6 @@ Imported only inside Ray (the driver of `cogserve ray`, its proxy and its replic
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pickle
 import random
@@ -16,6 +15,8 @@ from ray import serve
 from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
 from cogserve.deploy.ray_routing import Homes, prediction_id, replica_tag
+
+QUEUE_HEADROOM = 16  # requests a replica takes beyond its slots (cancels, GETs, queued)
 
 ASGI = Any
 
@@ -54,41 +55,17 @@ class PredictionRouter(RequestRouter):
         return [[by_id[home]]]
 
 
-def _creates_and_waits(scope: dict[str, Any]) -> bool:
-    """A request that takes a slot and holds its connection until the prediction ends."""
-    method, path = scope["method"], scope["path"]
-    creates = ((method == "POST" and path in ("/predictions", "/trainings"))
-               or (method == "PUT" and prediction_id(path) is not None
-                   and path.count("/") == 2)
-               or (method == "POST" and path.startswith("/v2/") and path.endswith("/infer")))
-    if not creates:
-        return False
-    for name, value in scope["headers"]:
-        if name == b"prefer" and b"respond-async" in value:
-            return False
-    return True
-
-
 class _ReplicaApp:
     """cogserve's app as Ray runs it: the service is started by the replica's constructor
-    (so Ray routes nothing to it before setup() is done), stopped after a drain.
-
-    Sync and streaming creates wait for a free slot here instead of getting 409, so that
-    Ray's queueing (max_ongoing_requests) and its load-aware routing decide; control
-    requests (cancel, health, GET) never wait behind predictions.
-    """
+    (so Ray routes nothing to it before setup() is done), stopped after a drain."""
 
     def __init__(self, app: ASGI, service: Any) -> None:
         self.app = app
         self.service = service
-        self.gate = asyncio.Semaphore(max(1, service.slots))
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        elif scope["type"] == "http" and _creates_and_waits(scope):
-            async with self.gate:
-                await self.app(scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -125,6 +102,9 @@ class CogserveReplica:
         settings = Settings.from_env(config)
         settings.model_name = model_name
         settings.id_prefix = replica_tag(serve.get_replica_context().replica_id.unique_id)
+        # predictions beyond the slots wait in the replica's queue instead of 409: Ray sends
+        # a replica at most slots + QUEUE_HEADROOM requests, so the queue never overflows
+        settings.queue_size = settings.queue_size or QUEUE_HEADROOM
         app, self.service, _ = server.build(config, settings)
         await self.service.start()
         await self.service.ready.wait()
