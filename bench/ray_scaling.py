@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import shutil
 import statistics
@@ -39,7 +40,8 @@ SYSTEMS = {
 
 
 def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str
-            ) -> list[loadgen.WrkResult]:
+            ) -> tuple[list[loadgen.WrkResult], float]:
+    """wrk runs against one system, and the machine's 1-minute load average before them."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     tmp = tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp")  # Ray's sockets: a short path
@@ -54,37 +56,44 @@ def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str
         body.write_text(json.dumps({"input": {}}))
         post = {"url": url + "/predictions", "connections": CLIENTS, "body": body,
                 "headers": {"Content-Type": "application/json"}}
+        load = os.getloadavg()[0]  # other work on the machine skews every figure
         loadgen.wrk(wrk, seconds=5, **post)  # warm-up (Ray's routers learn queue lengths)
         results = [loadgen.wrk(wrk, seconds=seconds, **post) for _ in range(rounds)]
         for r in results:
             if r.non_2xx or r.socket_errors:
                 raise loadgen.LoadError(f"{name}: {r.non_2xx} non-2xx, {r.socket_errors} "
                                         "socket errors")
-        return results
+        return results, load
     finally:
         proc.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def report(figures: dict[str, list[loadgen.WrkResult]], rounds: int, seconds: float) -> str:
-    med = {name: statistics.median(r.ok_per_s for r in rs) for name, rs in figures.items()}
+def report(figures: dict[str, tuple[list[loadgen.WrkResult], float]], rounds: int,
+           seconds: float) -> str:
+    med = {name: statistics.median(r.ok_per_s for r in rs) for name, (rs, _) in figures.items()}
     serve, one, two = (med[n] for n in SYSTEMS)
     lines = [HEADING, "",
              f"`python -m bench.ray_scaling`: bench/models/cpu_sync (a sync run() of ~20 ms of "
              f"pure-Python work), {CLIENTS} clients (wrk), POST /predictions, {rounds} runs of "
              f"{seconds:g} s per system after a 5 s warm-up, on this 2-core machine "
              f"({time.strftime('%Y-%m-%d')}).", "",
-             "| system | req/s (median) | runs | p50 ms | p99 ms |", "|---|---|---|---|---|"]
-    for name, rs in figures.items():
+             "| system | req/s (median) | runs | p50 ms | p99 ms | load avg before |",
+             "|---|---|---|---|---|---|"]
+    for name, (rs, load) in figures.items():
         runs = ", ".join(f"{r.ok_per_s:.1f}" for r in rs)
         p50 = statistics.median(r.p50_ms for r in rs)
         p99 = statistics.median(r.p99_ms for r in rs)
-        lines.append(f"| {name} | {med[name]:.1f} | {runs} | {p50:.0f} | {p99:.0f} |")
+        lines.append(f"| {name} | {med[name]:.1f} | {runs} | {p50:.0f} | {p99:.0f} | "
+                     f"{load:.1f} |")
     lines += ["",
               f"- 2 replicas / 1 replica: **{two / one:.2f}x** (target >= 1.7x: "
               f"{'met' if two / one >= 1.7 else 'not met'})",
-              f"- Ray at 1 replica / plain `cogserve serve`: **{one / serve:.2f}** "
-              f"(the cost of Ray's proxy and router hop)", ""]
+              f"- Ray at 1 replica / plain `cogserve serve`: **{one / serve:.2f}** (below 1: "
+              "what Ray's proxy and its extra hop cost)",
+              "- A load average above 2 means other work shared the 2 cores: a system of more "
+              "processes (Ray's proxy, controller, replicas) then gets a larger share of the "
+              "CPU than plain `cogserve serve`, which skews both ratios.", ""]
     return "\n".join(lines)
 
 
