@@ -141,7 +141,8 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
                 log(f"{scenario.key}: {system}: {outcomes[system].note}")
                 if system in servers:
                     servers.pop(system).stop()
-        for round_no in range(ctx.rounds):
+        rounds = 1 if getattr(scenario, "single_round", False) else ctx.rounds  # the soak
+        for round_no in range(rounds):
             for system in chosen:
                 server = servers.get(system)
                 if server is None:

@@ -552,7 +552,14 @@ class CPUPool(_WrkScenario):
                 "p99, all responses": r.p99_ms, "non-2xx": float(r.non_2xx + r.socket_errors)}
 
 
+def _soak() -> Scenario:
+    from bench.soak import Soak  # imports this module: loaded after it
+
+    return Soak()
+
+
 ALL: tuple[Scenario, ...] = (
     NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), FileDataURL(),
     FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(), V2Binary(), CPUPool(),
+    _soak(),
 )

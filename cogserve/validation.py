@@ -270,6 +270,9 @@ class InputValidator:
         self.secret_fields = frozenset(
             name for name, prop in self.properties.items() if _is_secret(prop, components)
         )
+        self.file_fields = frozenset(
+            name for name, prop in self.properties.items() if _is_file(prop, components)
+        )
         self.defaults = {
             name: prop["default"] for name, prop in self.properties.items() if "default" in prop
         }
@@ -296,10 +299,43 @@ class InputValidator:
         return errors
 
     def redact(self, value: dict[str, Any]) -> dict[str, Any]:
-        """A copy of `value` fit to echo back: Secret inputs masked."""
-        if not self.secret_fields or not self.secret_fields.intersection(value):
+        """A copy of `value` fit to echo back: Secret inputs masked, long data: URLs cut.
+
+        A data: URL is the file itself: echoing it made a 280 MB request a 280 MB
+        response (and as much again in the store of finished predictions). Beyond
+        ECHO_DATA_URL_MAX characters only its media type and size are echoed.
+        """
+        cut = self.file_fields and any(_long_data_url(value.get(k)) for k in self.file_fields)
+        if not cut and (not self.secret_fields or not self.secret_fields.intersection(value)):
             return value
-        return {k: (_mask(v) if k in self.secret_fields else v) for k, v in value.items()}
+        return {k: (_mask(v) if k in self.secret_fields else _shorten(v) if cut else v)
+                for k, v in value.items()}
+
+
+ECHO_DATA_URL_MAX = 1024  # characters of a data: URL input echoed back whole
+
+
+def _long_data_url(value: Any) -> bool:
+    if type(value) is list:
+        return any(_long_data_url(v) for v in value)
+    return type(value) is str and len(value) > ECHO_DATA_URL_MAX and value.startswith("data:")
+
+
+def _shorten(value: Any) -> Any:
+    """`data:image/png;base64,<N characters omitted>` for a long data: URL."""
+    if type(value) is list:
+        return [_shorten(v) for v in value]
+    if not _long_data_url(value):
+        return value
+    head, _, payload = value.partition(",")
+    return f"{head[:200]},<{len(payload)} characters omitted>"
+
+
+def _is_file(prop: dict[str, Any], components: dict[str, Any]) -> bool:
+    prop = resolve(prop, components)
+    items = prop.get("items")
+    return prop.get("format") == "uri" or (isinstance(items, dict)
+                                           and items.get("format") == "uri")
 
 
 def _mask(value: Any) -> Any:

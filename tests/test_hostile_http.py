@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -128,3 +129,35 @@ def test_a_missing_body_is_an_empty_request_but_null_is_not_an_object(hello, bod
     assert response.status_code == status, response.text
     if status == 422:
         assert response.json()["detail"][0]["msg"] == 'null is not of type "object"'
+
+
+def test_long_data_url_inputs_are_not_echoed_whole(serve):
+    server = serve("files_in")
+    payload = "A" * 40_000
+    url = "data:text/plain;base64," + payload
+    body = server.client.post("/predictions", json={"input": {"p": url, "ps": [url, "data:,x"]}}
+                              ).json()
+    assert body["status"] == "succeeded", body
+    assert len(body["output"]["p"]["data"]) == 30_000  # the model got the whole file
+    assert body["input"]["p"] == "data:text/plain;base64,<40000 characters omitted>"
+    assert body["input"]["ps"] == ["data:text/plain;base64,<40000 characters omitted>",
+                                   "data:,x"]  # a short one is echoed as sent
+
+
+def test_a_large_body_bound_for_409_is_refused_before_it_is_read(serve):
+    server = serve("sleepy")
+
+    holder = threading.Thread(target=lambda: server.client.post(
+        "/predictions", json={"id": "holder", "input": {"sleep": 60}}, timeout=60))
+    holder.start()
+    server.wait_for("BUSY")
+    big = 64 << 20
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"POST /predictions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                     b"\r\nContent-Length: %d\r\n\r\n{\"input\":{\"text\":\"" % big)
+        # nothing more is sent: the answer must come without the 64 MiB
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 409 "), answer[:200]
+    assert b"At capacity" in answer
+    assert server.client.post("/predictions/holder/cancel").json()["status"] == "canceled"
+    holder.join(timeout=30)

@@ -23,6 +23,7 @@ from cogserve.runtime.store import Finished
 from cogserve.validation import show as _show
 
 CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
+EARLY_CHECK_BYTES = 1024 * 1024  # bodies larger than this are checked for a slot first
 DISCONNECT_WATCH_DELAY = 0.005  # seconds a sync prediction runs before its client is watched
 WEBHOOK_EVENTS = frozenset({"start", "output", "logs", "completed"})
 _ID = re.compile(r"^[^/]{1,256}$")
@@ -86,6 +87,8 @@ class CogRoutes:
             if not service.streaming and service.schema is not None:
                 raise HTTPError(406, {"error": "This model does not support streaming responses."
                                                " Add @cog.streaming to predict() to enable SSE."})
+        if path_id is None or path_id not in service.predictions:
+            _refuse_large_body_early(service, scope)
         raw = await read_body(receive, scope, self.max_body)
         body = parse_json(raw)
         if body is None and not raw.strip():
@@ -237,6 +240,19 @@ async def _respond_finished(send: Any, finished: Finished, respond_async: bool,
         await replay_finished(send, finished.frames, finished.skipped)
     else:
         await send_json(send, 202 if respond_async else 200, finished.body)
+
+
+def _refuse_large_body_early(service: Service, scope: dict[str, Any]) -> None:
+    """A body over EARLY_CHECK_BYTES that would be refused for want of a slot (or while
+    the server is not ready) is refused before it is read, not after."""
+    length = header(scope, b"content-length")
+    if length is None or not length.isdigit() or int(length) <= EARLY_CHECK_BYTES:
+        return
+    try:
+        service.check_accepting()
+        service.check_capacity()
+    except ServiceError as exc:
+        raise HTTPError(exc.status, exc.body, exc.headers) from None
 
 
 async def _wait_or_disconnect(prediction: Prediction, receive: Any) -> bool:

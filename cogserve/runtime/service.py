@@ -605,6 +605,24 @@ class Service:
     def validate(self, raw_input: Any, mode: str = "predict") -> list[tuple[str, str]]:
         return self.validators[mode].validate(raw_input)
 
+    def check_capacity(self) -> None:
+        """Raise the ServiceError create() would for want of a slot (409) or of a place
+        in the queue (429). The HTTP front end asks before it reads a large body, so
+        six 95 MB bodies bound for 409 are not read into memory first."""
+        if self.pool.pick() is not None:
+            return
+        backlog = self.backlog
+        if backlog is None:
+            raise ServiceError(409, {"error": "At capacity - all prediction slots busy",
+                                     "status": "failed"})
+        if backlog.full:
+            wait = backlog.retry_after(max(1, sum(m.slots for m in self.pool.members)),
+                                       self._mean_run)
+            raise ServiceError(429, {"error": f"The queue is full ({backlog.capacity} "
+                                              "predictions waiting); retry later",
+                                     "status": "failed"},
+                               [(b"retry-after", str(wait).encode())])
+
     def create(
         self,
         prediction_id: str,
@@ -634,16 +652,7 @@ class Service:
         member = self.pool.pick()
         backlog = self.backlog
         if member is None:
-            if backlog is None:
-                raise ServiceError(409, {"error": "At capacity - all prediction slots busy",
-                                         "status": "failed"})
-            if backlog.full:
-                wait = backlog.retry_after(max(1, sum(m.slots for m in self.pool.members)),
-                                           self._mean_run)
-                raise ServiceError(429, {"error": f"The queue is full ({backlog.capacity} "
-                                                  "predictions waiting); retry later",
-                                         "status": "failed"},
-                                   [(b"retry-after", str(wait).encode())])
+            self.check_capacity()
         schema = self.schema or {}
         output = schema.get("components", {}).get("schemas", {}).get(
             "TrainingOutput" if mode == "train" else "Output", {})
