@@ -112,13 +112,23 @@ def _tiny_model(tmp: pathlib.Path, requirements: str) -> pathlib.Path:
     return model
 
 
-def test_requirements_with_a_local_wheel_and_find_links_relative_to_the_model(tmp_path) -> None:
-    model = _tiny_model(tmp_path, "# a wheel built by the test, found in ./wheels\n"
-                                  "--find-links ./wheels\ncogserve-tinypkg==0.1.0\n")
+@pytest.mark.parametrize("requirements", [
+    "./wheels/cogserve_tinypkg-0.1.0-py3-none-any.whl\n",
+    "--find-links ./wheels\ncogserve-tinypkg==0.1.0\n",
+    "--extra-index-url ./index\ncogserve-tinypkg==0.1.0\n",
+], ids=["wheel-path", "find-links", "extra-index-url"])
+def test_requirements_with_a_local_wheel_resolved_relative_to_the_model(
+        tmp_path, requirements: str) -> None:
+    model = _tiny_model(tmp_path, requirements)
     subprocess.run([uv.find_uv_bin(), "build", "--wheel", "--out-dir", str(model / "wheels"),
                     str(model / "src")], check=True, capture_output=True, timeout=120)
     shutil.rmtree(model / "src")  # only the wheel is left to install from
-    result = cogserve("predict", model, timeout=300)
+    project = model / "index" / "cogserve-tinypkg"  # a local package index (PEP 503 page)
+    project.mkdir(parents=True)
+    (project / "index.html").write_text(
+        '<a href="../../wheels/cogserve_tinypkg-0.1.0-py3-none-any.whl">'
+        "cogserve_tinypkg-0.1.0-py3-none-any.whl</a>\n")
+    result = cogserve("predict", model, cwd=tmp_path, timeout=300)  # not the model's folder
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "tiny"
     assert "Resolved" in result.stderr  # uv's progress, phase by phase, in the terminal
