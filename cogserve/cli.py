@@ -47,6 +47,10 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--no-playground", dest="playground", action="store_false",
                        help="do not serve the browser playground at /docs")
     _capacity_flags(serve)
+    serve.add_argument("--no-metrics", dest="metrics", action="store_false", default=None,
+                       help="do not serve Prometheus metrics (COGSERVE_METRICS=0)")
+    serve.add_argument("--metrics-port", type=int, default=None,
+                       help="serve /metrics on this port, not the API's (COGSERVE_METRICS_PORT)")
 
     for name, help_text in (("predict", "run one prediction"), ("run", "same as predict"),
                             ("train", "run one training")):
@@ -170,6 +174,9 @@ class _JSONFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc = {"timestamp": self.formatTime(record), "severity": record.levelname,
                "logger": record.name, "message": record.getMessage()}
+        fields = getattr(record, "fields", None)  # structured lines (the access log)
+        if fields:
+            doc.update(fields)
         if record.exc_info:
             doc["exception"] = self.formatException(record.exc_info)
         return json.dumps(doc)
@@ -183,6 +190,7 @@ def _apply_environment(config: ModelConfig) -> None:
 def _serve(args: argparse.Namespace) -> None:
     from cogserve.envs import model_env
     from cogserve.http import server
+    from cogserve.observability import ObservabilityOptions
     from cogserve.runtime.service import Settings
 
     config = load_config(args.directory, args.predictor)
@@ -194,6 +202,8 @@ def _serve(args: argparse.Namespace) -> None:
     settings.environment = model_env.for_model(config, args.no_env)
     settings.playground = args.playground
     _apply_capacity(args, settings)
+    settings.observability = ObservabilityOptions.from_env(
+        metrics=args.metrics, metrics_port=args.metrics_port, host=args.host)
     uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
         os.environ.get("COG_LOG_LEVEL", "").upper(), "warning")
     server.run(config, settings, args.host, args.port,

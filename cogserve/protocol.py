@@ -222,6 +222,24 @@ def hand_over_folder(message: Message, folder: str) -> None:
     message["tmpdir"] = folder
 
 
+# ---------------------------------------------------------------- observability
+
+# In PREDICT, only with tracing on: the parent's prediction span as `traceparent` (and
+# `tracestate`) headers; the worker's `run` span continues it.
+TRACE: Final = "trace"
+# In a terminal message: [bytes, failures] of http(s) file inputs the worker fetched
+# since it last reported (the parent owns the metrics).
+DOWNLOADS: Final = "downloads"
+
+
+def add_trace(message: Message, carrier: dict[str, str]) -> None:
+    message[TRACE] = carrier
+
+
+def report_downloads(message: Message, tally: list[int]) -> None:
+    message[DOWNLOADS] = tally
+
+
 def carries_files(message: Message) -> bool:
     """Whether the parent must resolve file markers or remove a folder for this message."""
     return bool(message.get("files")) or "tmpdir" in message

@@ -43,12 +43,19 @@ class App:
         self.mounts: list[tuple[str, Any]] = []
         # access control (http/security.py): raises HTTPError for a refused request
         self.guard: Callable[[dict[str, Any]], None] | None = None
+        # what answers a request: `respond`, or an observer wrapped around it (metrics,
+        # access logs, traces: `observability/requests.py`)
+        self.handle: Handler = self.respond
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 await self._lifespan(receive, send)
             return
+        await self.handle(scope, receive, send)
+
+    async def respond(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Route one HTTP request; refusals and unexpected errors become JSON answers."""
         try:
             await self._dispatch(scope, receive, send)
         except HTTPError as exc:
@@ -82,6 +89,25 @@ class App:
                 await mounted(scope, receive, send)
                 return
         raise HTTPError(404, {"error": "Not Found"})
+
+    def route_of(self, path: str) -> str:
+        """The route template a path matched (`/predictions/{prediction_id}`), for metrics
+        and logs: label values must be a small fixed set, never the ids themselves."""
+        if path in self.exact:
+            return path
+        for prefix, _ in self.prefixed:
+            if path.startswith(prefix):
+                ident, _, action = path[len(prefix):].partition("/")
+                if not ident or action not in ("", "cancel"):
+                    return "other"
+                template = prefix + ("{training_id}" if prefix == "/trainings/"
+                                     else "{prediction_id}")
+                return template + "/cancel" if action else template
+        for prefix, mounted in self.mounts:
+            if path == prefix or path.startswith(prefix + "/"):
+                route_of = getattr(mounted, "route_of", None)
+                return route_of(path) if route_of is not None else prefix
+        return "other"
 
     async def _prediction_item(self, scope: dict[str, Any], receive: Any, send: Any,
                                rest: str, method: str, mode: str = "predict") -> None:

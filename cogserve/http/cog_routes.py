@@ -16,7 +16,14 @@ from urllib.parse import urlsplit
 
 import cogserve
 from cogserve.http.deadline import request_timeout
-from cogserve.http.responses import HTTPError, header, parse_json, read_body, send_json
+from cogserve.http.responses import (
+    PREDICTION_KEY,
+    HTTPError,
+    header,
+    parse_json,
+    read_body,
+    send_json,
+)
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service, ServiceError, generate_id
 from cogserve.runtime.store import Finished
@@ -109,6 +116,7 @@ class CogRoutes:
                                               "value_error"]))
             existing = service.predictions.get(path_id)
             if existing is not None:
+                scope[PREDICTION_KEY] = existing
                 await self._respond(scope, receive, send, existing, respond_async, wants_sse,
                                     created=False)
                 return
@@ -159,6 +167,7 @@ class CogRoutes:
             )
         except ServiceError as exc:
             raise HTTPError(exc.status, exc.body, exc.headers) from None
+        scope[PREDICTION_KEY] = prediction
         await self._respond(scope, receive, send, prediction, respond_async, wants_sse,
                             created=True)
 
@@ -191,6 +200,7 @@ class CogRoutes:
         """
         kind = _kind(mode)
         running = self.service.predictions.get(prediction_id)
+        scope[PREDICTION_KEY] = running
         if self.service.cancel(prediction_id) and running is not None:
             bound = self.service.settings.cancel_timeout + CANCEL_SETTLE_MARGIN
             with contextlib.suppress(TimeoutError):

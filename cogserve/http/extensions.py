@@ -19,6 +19,7 @@ def install(app: Any) -> None:
     _install_webhooks(app)
     _install_sse(app)
     _install_v2(app)
+    _install_observability(app)
     if app.service.settings.playground:
         _install_playground(app)
 
@@ -27,7 +28,7 @@ def _install_webhooks(app: Any) -> None:
     """Only requests that name a webhook get a sender; the rest pay nothing."""
     from cogserve.runtime import webhooks
 
-    app.cog.webhook_listener = webhooks.listener_factory()
+    app.cog.webhook_listener = webhooks.listener_factory(bus=app.service.events)
     app.service.on_drain.append(lambda: webhooks.drain(WEBHOOK_DRAIN_SECONDS))
 
 
@@ -36,6 +37,14 @@ def _install_sse(app: Any) -> None:
     from cogserve.http import sse
 
     app.cog.sse_handler = sse.handler(app.service)
+
+
+def _install_observability(app: Any) -> None:
+    """Metrics (/metrics), the access log and, when asked for, OpenTelemetry traces."""
+    from cogserve import observability
+
+    options = app.service.settings.observability or observability.ObservabilityOptions()
+    observability.install(app, options)
 
 
 def _install_v2(app: Any) -> None:

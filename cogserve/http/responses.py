@@ -9,6 +9,9 @@ import orjson
 from cogserve import jsoncodec
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
+# the scope key under which a route leaves the prediction a request made or named, for
+# the request observer (access log, trace) to read after the response
+PREDICTION_KEY = "cogserve.prediction"
 
 
 class HTTPError(Exception):

@@ -26,6 +26,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from cogserve.runtime.events import RuntimeEvent, SSEChange
 from cogserve.runtime.history import EventHistory, frame, history_of
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service
@@ -117,6 +118,7 @@ def handler(service: Service) -> Handler:
             await _end(send, frame(b"error", {"error": TRUNCATED, "skipped": skipped}))
             return
         loop = asyncio.get_running_loop()
+        service.events.emit(RuntimeEvent.SSE_CLIENT, change=SSEChange.CONNECTED)
         watcher = asyncio.ensure_future(_watch(receive, queue))
         writer = asyncio.ensure_future(_write(send, queue, replay))
         timers: list[asyncio.TimerHandle] = []
@@ -132,6 +134,9 @@ def handler(service: Service) -> Handler:
                         "ended; dropping the connection", prediction.id, END_GRACE)
             return  # the response stays incomplete, so the connection is closed
         finally:
+            if queue.lagged:
+                service.events.emit(RuntimeEvent.SSE_CLIENT, change=SSEChange.LAGGED)
+            service.events.emit(RuntimeEvent.SSE_CLIENT, change=SSEChange.DISCONNECTED)
             history.detach(queue)
             watcher.cancel()
             writer.cancel()

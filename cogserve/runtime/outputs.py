@@ -19,6 +19,7 @@ import shutil
 from typing import Any
 
 from cogserve.protocol import FILE_KEY, OUTPUT_SPILL_PREFIX
+from cogserve.runtime.events import EventBus, RuntimeEvent
 
 _CHUNK = 3 * (1 << 18)  # a multiple of 3, so chunks encode without padding in between
 # names tempfile makes (tmp + 8 random characters) say nothing to the client
@@ -26,7 +27,7 @@ _TEMP_NAME = re.compile(r"^tmp[a-z0-9_]{8}")
 
 
 async def resolve_files(value: Any, prediction: Any, upload_url: str | None,
-                        index: int | None = None) -> Any:
+                        index: int | None = None, bus: EventBus | None = None) -> Any:
     """Replace every file marker in `value` (recursively).
 
     `index` numbers a file among its siblings (its place in a list, or an iterator
@@ -34,11 +35,12 @@ async def resolve_files(value: Any, prediction: Any, upload_url: str | None,
     """
     if isinstance(value, dict):
         if FILE_KEY in value and len(value) == 1:
-            return await _resolve_one(value[FILE_KEY], prediction, upload_url, index)
-        return {k: await resolve_files(v, prediction, upload_url, index)
+            return await _resolve_one(value[FILE_KEY], prediction, upload_url, index, bus)
+        return {k: await resolve_files(v, prediction, upload_url, index, bus)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [await resolve_files(v, prediction, upload_url, i) for i, v in enumerate(value)]
+        return [await resolve_files(v, prediction, upload_url, i, bus)
+                for i, v in enumerate(value)]
     return value
 
 
@@ -57,13 +59,21 @@ def upload_name(path: str, index: int | None) -> str:
 
 
 async def _resolve_one(path: str, prediction: Any, upload_url: str | None,
-                       index: int | None) -> str:
+                       index: int | None, bus: EventBus | None) -> str:
     prefix = getattr(prediction, "output_file_prefix", None) or upload_url
     try:
         if prefix:
             from cogserve.runtime.uploads import upload_file
 
-            return await upload_file(path, prefix, upload_name(path, index))
+            try:
+                url = await upload_file(path, prefix, upload_name(path, index))
+            except BaseException:
+                if bus is not None:
+                    bus.emit(RuntimeEvent.UPLOAD, bytes=0, ok=False)
+                raise
+            if bus is not None:
+                bus.emit(RuntimeEvent.UPLOAD, bytes=os.path.getsize(path), ok=True)
+            return url
         return data_url(path)
     finally:
         _discard_spilled(path)

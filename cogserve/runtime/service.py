@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from cogserve.config import ModelConfig, env_float, env_int, load_config
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import FromWorker, Mode, UserHealth
 from cogserve.runtime.backlog import Backlog
+from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
 from cogserve.runtime.outputs import resolve_files
 from cogserve.runtime.pool import Member, Pool, Restart, WorkerState
@@ -46,6 +48,7 @@ from cogserve.validation import InputValidator
 
 if TYPE_CHECKING:
     from cogserve.envs.model_env import ModelEnvironment
+    from cogserve.observability import ObservabilityOptions
 
 log = logging.getLogger("cogserve")
 
@@ -78,6 +81,8 @@ class Settings:
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
     playground: bool = True  # the browser page at /docs (--no-playground)
+    # metrics on/off and their port (`cogserve serve` fills it; None: the defaults)
+    observability: ObservabilityOptions | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     environment: ModelEnvironment | None = None  # the model's own packages (cogserve/envs)
     queue_size: int = 0  # predictions that may wait for a slot; 0 = Cog's immediate 409
@@ -155,6 +160,8 @@ class Service:
         self.on_setup_log: Callable[[str], None] | None = None  # `cogserve predict` prints them
         self.gate = False  # `cogserve predict`: the worker waits for "go" before setup()
         self._building: asyncio.Task[None] | None = None  # the model's environment
+        self.events = EventBus()  # what happens here, for metrics and tracing
+        self._setup_began = 0.0  # monotonic, for the setup duration
 
     # ------------------------------------------------------------ lifecycle
 
@@ -224,6 +231,7 @@ class Service:
         env = {"TMPDIR": member.tmpdir, **self.settings.extra_env, **self.pool.env_for(member)}
         if environment is not None:
             env.update(environment.worker_env())
+        restart = member.process is not None
         member.process = WorkerProcess(
             WorkerSpec(ref=config.ref("train" if train_only else "predict"),
                        directory=str(config.directory),
@@ -236,12 +244,14 @@ class Service:
             lambda code: self._on_exit(member, code),
         )
         await member.process.start()
+        self.events.emit(RuntimeEvent.WORKER_STARTED, restart=restart)
         if self.settings.setup_timeout:
             loop = asyncio.get_running_loop()
             member.setup_timer = loop.call_later(self.settings.setup_timeout,
                                                  self._setup_timed_out, member)
 
     def _open_setup(self) -> None:
+        self._setup_began = time.monotonic()
         self.setup = {"started_at": iso(now()), "completed_at": None, "status": "starting",
                       "logs": ""}
         self._setup_logs = []
@@ -345,6 +355,8 @@ class Service:
         self.setup["status"] = status
         self.setup["logs"] = "".join(self._setup_logs)
         self.ready.set()
+        self.events.emit(RuntimeEvent.SETUP_FINISHED, status=status,
+                         seconds=time.monotonic() - self._setup_began)
 
     def _settle(self) -> None:
         """After a worker changed state: close the setup document once the server is no
@@ -453,7 +465,7 @@ class Service:
                 index = (len(prediction.current_output())
                          if message[protocol.KIND] == FromWorker.OUTPUT else None)
                 message["output"] = await resolve_files(
-                    message["output"], prediction, self.settings.upload_url, index
+                    message["output"], prediction, self.settings.upload_url, index, self.events
                 )
         except Exception as exc:  # noqa: BLE001 - an upload failure fails the prediction
             if not prediction.terminal:
@@ -482,13 +494,18 @@ class Service:
             prediction.append_output(message["output"])
         elif kind == FromWorker.METRIC:
             prediction.record_metric(message["name"], message["value"], message["mode"])
-        elif kind == FromWorker.DONE:
-            self._complete(prediction, "succeeded", output=message.get("output"),
-                           predict_time=message.get("predict_time"))
-        elif kind == FromWorker.FAILED:
-            self._complete(prediction, "failed", message.get("error") or "prediction failed")
-        elif kind == FromWorker.CANCELLED:
-            self._complete(prediction, "canceled")
+        else:  # a terminal frame: done | failed | cancelled
+            if protocol.DOWNLOADS in message:  # file inputs the worker fetched
+                nbytes, failures = message[protocol.DOWNLOADS]
+                self.events.emit(RuntimeEvent.DOWNLOADS, bytes=nbytes, failures=failures)
+            if kind == FromWorker.DONE:
+                self._complete(prediction, "succeeded", output=message.get("output"),
+                               predict_time=message.get("predict_time"))
+            elif kind == FromWorker.FAILED:
+                self._complete(prediction, "failed",
+                               message.get("error") or "prediction failed")
+            elif kind == FromWorker.CANCELLED:
+                self._complete(prediction, "canceled")
 
     def _complete(self, prediction: Prediction, status: str, error: str | None = None,
                   output: Any = None, predict_time: float | None = None) -> None:
@@ -518,6 +535,7 @@ class Service:
             prediction.fail(error or "prediction failed", predict_time)
         else:
             prediction.cancel(predict_time)
+        self.events.emit(RuntimeEvent.PREDICTION_COMPLETED, prediction=prediction)
 
     def _stop_drained(self, member: Member) -> None:
         """A reloading worker finished its last prediction: stop it; its exit restarts it."""
@@ -528,6 +546,11 @@ class Service:
         how = describe_exit(code)
         self._cancel_setup_timer(member)
         mine = [p for p in self.predictions.values() if p.worker is member]
+        # a crash is an exit nobody asked for: not a shutdown, a restart (an ignored
+        # cancel, a reload), a setup timeout, or a worker ending after a fatal load error
+        self.events.emit(RuntimeEvent.WORKER_EXITED, expected=self.shutting_down
+                         or member.restart is not Restart.NONE
+                         or member.state is WorkerState.SETUP_FAILED)
         if self.shutting_down:
             # a worker that dies while the server drains (or a second Ctrl-C) cannot finish
             # what it was running: without this, drain() waited for them forever

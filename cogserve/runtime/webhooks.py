@@ -33,6 +33,7 @@ import orjson
 
 import cogserve
 from cogserve.netpolicy import BlockedAddress
+from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
 
 if TYPE_CHECKING:
@@ -106,8 +107,10 @@ def client() -> httpx.AsyncClient:
 class WebhookSender:
     """The webhook deliveries of one prediction (a Prediction listener)."""
 
-    def __init__(self, url: str, events: frozenset[str] | None, config: WebhookConfig) -> None:
+    def __init__(self, url: str, events: frozenset[str] | None, config: WebhookConfig,
+                 bus: EventBus | None = None) -> None:
         self.url = url
+        self.bus = bus or EventBus()
         self.events = ALL_EVENTS if events is None else events
         self.config = config
         self.queue: deque[tuple[str, bytes]] = deque()  # (start|update|completed, body)
@@ -197,6 +200,9 @@ class WebhookSender:
                     if response.status_code >= 400:
                         log.warning("webhook %s answered HTTP %d; not retrying", self.url,
                                     response.status_code)
+                        self._outcome(WebhookOutcome.FAILED)
+                    else:
+                        self._outcome(WebhookOutcome.DELIVERED)
                     return
                 reason = f"HTTP {response.status_code}"
                 retry_after = _retry_after(response)
@@ -207,14 +213,20 @@ class WebhookSender:
                 reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
             except Exception as exc:  # noqa: BLE001 - a bad URL must not kill the sender
                 log.warning("webhook %s cannot be sent: %s", self.url, exc)
+                self._outcome(WebhookOutcome.FAILED)
                 return
             if kind == "update" and self.queue:
                 return  # a newer state is queued; it supersedes this one
             if attempt + 1 < config.max_attempts:
+                self._outcome(WebhookOutcome.RETRIED)
                 delay = min(config.max_backoff, config.backoff * 2 ** attempt)
                 await asyncio.sleep(max(delay, min(retry_after, config.max_backoff)))
         log.warning("webhook %s failed after %d attempts (%s); giving up on this %s event",
                     self.url, config.max_attempts, reason, kind)
+        self._outcome(WebhookOutcome.FAILED)
+
+    def _outcome(self, outcome: WebhookOutcome) -> None:
+        self.bus.emit(RuntimeEvent.WEBHOOK_ATTEMPT, outcome=outcome)
 
 
 def _blocked(exc: BaseException | None) -> bool:
@@ -232,12 +244,12 @@ def _retry_after(response: httpx.Response) -> float:
         return 0.0
 
 
-def listener_factory(config: WebhookConfig | None = None) -> Any:
+def listener_factory(config: WebhookConfig | None = None, bus: EventBus | None = None) -> Any:
     """What `CogRoutes.webhook_listener` calls for a request that names a webhook."""
     chosen = config or WebhookConfig.from_env()
 
     def make(url: str, events: frozenset[str] | None) -> WebhookSender:
-        return WebhookSender(url, events, chosen)
+        return WebhookSender(url, events, chosen, bus)
 
     return make
 

@@ -19,7 +19,8 @@ import orjson
 import cogserve
 from cogserve import jsoncodec, protocol
 from cogserve.http.cog_routes import _wait_or_disconnect
-from cogserve.http.responses import HTTPError, header, read_body, send_json
+from cogserve.http.responses import PREDICTION_KEY, HTTPError, header, read_body, send_json
+from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.service import Service, ServiceError, generate_id
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ModelMetadata, PackedTensor
@@ -64,6 +65,25 @@ class V2Routes:
             error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
             await send_json(send, exc.status, {"error": error}, exc.headers)
 
+    def route_of(self, path: str) -> str:
+        """The route template of a path under /v2 (for metrics and access logs)."""
+        parts = [p for p in path.split("/") if p][1:]
+        if not parts:
+            return "/v2"
+        if parts[0] == "health" and len(parts) == 2 and parts[1] in ("live", "ready"):
+            return "/v2/health/" + parts[1]
+        if parts[0] != "models" or len(parts) < 2:
+            return "other"
+        template = "/v2/models/{model_name}"
+        rest = parts[2:]
+        if len(rest) >= 2 and rest[0] == "versions":
+            template += "/versions/{model_version}"
+            rest = rest[2:]
+        if not rest:
+            return template
+        return f"{template}/{rest[0]}" if len(rest) == 1 and rest[0] in ("ready", "infer") \
+            else "other"
+
     async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         parts = [p for p in scope["path"].split("/") if p][1:]  # after "v2"
         method = scope["method"]
@@ -89,7 +109,13 @@ class V2Routes:
                             {"name": model_name(self.service), "ready": ready})
         elif rest == "infer":
             _only(method, "POST")
-            await self._infer(scope, receive, send)
+            try:
+                await self._infer(scope, receive, send)
+            finally:  # refused before a prediction was made, or the prediction's status
+                made = scope.get(PREDICTION_KEY)
+                service = self.service
+                service.events.emit(RuntimeEvent.V2_INFERENCE, model=model_name(service),
+                                    outcome=made.status if made is not None else "rejected")
         else:
             raise TensorError("Not Found", 404)
 
@@ -166,6 +192,7 @@ class V2Routes:
                 prediction = service.create(generate_id(), ready)
             except ServiceError as exc:
                 raise _refused(exc) from None
+            scope[PREDICTION_KEY] = prediction
             if not await _wait_or_disconnect(prediction, receive):
                 service.cancel(prediction.id)
                 return

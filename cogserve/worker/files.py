@@ -14,6 +14,7 @@ import os
 import pathlib
 import re
 import socket
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,6 +29,27 @@ DOWNLOAD_TIMEOUT = float(os.environ.get("COGSERVE_DOWNLOAD_TIMEOUT", "60"))
 DOWNLOAD_MAX_BYTES = int(float(os.environ.get("COGSERVE_DOWNLOAD_MAX_BYTES", str(1 << 30))))
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CHUNK = 1 << 20
+
+# http(s) bytes fetched and downloads failed since the parent was last told; the parent
+# owns the metrics, so a prediction's terminal frame carries these (`take_tally`)
+_tally = [0, 0]
+_tally_lock = threading.Lock()
+
+
+def take_tally() -> list[int] | None:
+    """[bytes, failures] since the last call, or None when nothing was downloaded."""
+    with _tally_lock:
+        if _tally == [0, 0]:
+            return None
+        taken = list(_tally)
+        _tally[:] = [0, 0]
+        return taken
+
+
+def _count(nbytes: int, failures: int) -> None:
+    with _tally_lock:
+        _tally[0] += nbytes
+        _tally[1] += failures
 
 
 class DownloadStopped(FetchError):
@@ -54,7 +76,17 @@ def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None,
             f"input {label}: {_short(url)} is not an http, https or data URL; "
             "file inputs must be URLs"
         )
-    owner = transfers or Transfers(deadline=0)
+    try:
+        target = _download(url, dest, label, index, transfers or Transfers(deadline=0))
+    except BaseException:
+        _count(0, 1)
+        raise
+    _count(target.stat().st_size, 0)
+    return target
+
+
+def _download(url: str, dest: pathlib.Path, label: str, index: int | None,
+              owner: Transfers) -> pathlib.Path:
     current.transfers = owner
     target: pathlib.Path | None = None
     complete = False

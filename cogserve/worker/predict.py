@@ -12,6 +12,7 @@ import os
 import pathlib
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -77,6 +78,9 @@ class Job:
                 self.logs.flush()
             self._release_folder(message)
             _mark_finished(self.id)
+            fetched = sys.modules.get("cogserve.worker.files")  # imported on a first download
+            if fetched is not None and (tally := fetched.take_tally()) is not None:
+                protocol.report_downloads(message, tally)
         self._send(message)
 
     def _release_folder(self, message: protocol.Message) -> None:

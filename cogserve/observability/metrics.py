@@ -1,0 +1,214 @@
+"""Prometheus metrics: the one owner of the registry and every series in it.
+
+Fed by the runtime's events (`runtime/events.py`) and by the request observer
+(`observability/requests.py`), never by calls inside the runtime's logic. Values that
+already live in the `Service` (slots, health) are read when Prometheus scrapes, so they
+cost nothing between scrapes.
+
+Only the parent process has series: worker processes report what they did in their
+frames (downloads ride on a prediction's terminal frame), so however many workers
+there are, one scrape sees everything.
+
+The model's own metrics (`record_metric` / `current_scope().record_metric`) are not
+exported: their names and values are chosen per prediction by model code, so as labels
+or metric names they would make an unbounded number of series, which is what brings
+a Prometheus server down. They stay in each prediction's `metrics` field.
+
+`prometheus_client` costs ~28 ms to import, so `Metrics` is built after the worker has
+been started (it loads in parallel) rather than before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+
+from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
+
+if TYPE_CHECKING:
+    from cogserve.runtime.prediction import Prediction
+    from cogserve.runtime.service import Service
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+OUTCOMES = ("succeeded", "failed", "canceled")
+KINDS = ("prediction", "training")
+HEALTH_STATES = ("STARTING", "READY", "BUSY", "SETUP_FAILED", "DEFUNCT")
+# run() takes milliseconds to hours; the default buckets stop at 10 s
+PREDICTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+                      300, 600, 1800, 3600)
+WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300)
+
+
+class Metrics:
+    """Every series cogserve exports, in its own registry (nothing global)."""
+
+    def __init__(self, service: Service) -> None:
+        # the `_created` companion series double every counter for a timestamp that
+        # process_start_time_seconds already gives; this parent process has no other use
+        disable_created_metrics()
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=registry)  # the parent's CPU, memory, fds
+        registry.register(_ServiceState(service))
+        r = {"registry": registry}
+        self.http_requests = Counter(
+            "cogserve_http_requests", "HTTP requests answered, by route template, method "
+            "and status", ["route", "method", "status"], **r)
+        self.http_duration = Histogram(
+            "cogserve_http_request_duration_seconds", "Time from request to the end of the "
+            "response (a stream's whole length)", ["route", "method"], **r)
+        self.predictions = Counter(
+            "cogserve_predictions", "Predictions and trainings ended, by kind and outcome",
+            ["kind", "outcome"], **r)
+        self.prediction_duration = Histogram(
+            "cogserve_prediction_duration_seconds", "Time in run() (predict_time), by kind",
+            ["kind"], buckets=PREDICTION_BUCKETS, **r)
+        self.queue_wait = Histogram(
+            "cogserve_prediction_queue_wait_seconds", "Time from a prediction's creation to "
+            "its start on a worker, by kind", ["kind"], buckets=WAIT_BUCKETS, **r)
+        self.worker_starts = Counter("cogserve_worker_starts", "Worker processes started", **r)
+        self.worker_restarts = Counter(
+            "cogserve_worker_restarts", "Worker processes started to replace one (after a "
+            "cancel was ignored)", **r)
+        self.worker_crashes = Counter(
+            "cogserve_worker_crashes", "Worker processes that ended without being asked to "
+            "(segfault, OOM kill, os._exit)", **r)
+        self.setups = Counter("cogserve_setups", "setup() runs ended, by outcome", ["outcome"],
+                              **r)
+        self.setup_duration = Gauge("cogserve_setup_duration_seconds",
+                                    "How long the last setup() took", **r)
+        self.webhook_deliveries = Counter(
+            "cogserve_webhook_deliveries", "Webhook requests the receiver accepted (2xx/3xx)",
+            **r)
+        self.webhook_retries = Counter(
+            "cogserve_webhook_retries", "Webhook attempts that failed and were tried again", **r)
+        self.webhook_failures = Counter(
+            "cogserve_webhook_failures", "Webhook events given up on (attempts exhausted, "
+            "refused with 4xx, or unsendable)", **r)
+        self.uploads = Counter("cogserve_uploads", "File outputs uploaded", **r)
+        self.upload_bytes = Counter("cogserve_upload_bytes", "Bytes of file outputs uploaded",
+                                    **r)
+        self.upload_failures = Counter("cogserve_upload_failures", "File output uploads that "
+                                       "failed", **r)
+        self.download_bytes = Counter("cogserve_download_bytes", "Bytes of http(s) file "
+                                      "inputs downloaded by workers", **r)
+        self.download_failures = Counter("cogserve_download_failures", "http(s) file input "
+                                         "downloads that failed", **r)
+        self.sse_clients = Gauge("cogserve_sse_clients", "Server-Sent Events clients "
+                                 "connected now", **r)
+        self.sse_lagged = Counter("cogserve_sse_streams_lagged", "SSE streams cut off for "
+                                  "falling too far behind", **r)
+        self.v2_inferences = Counter(
+            "cogserve_v2_inferences", "Open Inference Protocol inference requests, by model "
+            "and outcome (succeeded, failed, canceled, rejected)", ["model", "outcome"], **r)
+        for kind in KINDS:  # every outcome is a series from the start, so rate() sees 0s
+            for outcome in OUTCOMES:
+                self.predictions.labels(kind, outcome)
+        # labels() costs a lock and a dict lookup per call: keep the children
+        self._http_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    # ------------------------------------------------------------ feeds
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        key = (route, method, status)
+        children = self._http_children.get(key)
+        if children is None:
+            children = (self.http_requests.labels(route, method, str(status)),
+                        self.http_duration.labels(route, method))
+            self._http_children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def on_event(self, event: RuntimeEvent, fields: dict[str, Any]) -> None:
+        if event is RuntimeEvent.PREDICTION_COMPLETED:
+            self._prediction(fields["prediction"])
+        elif event is RuntimeEvent.WEBHOOK_ATTEMPT:
+            outcome = fields["outcome"]
+            if outcome is WebhookOutcome.DELIVERED:
+                self.webhook_deliveries.inc()
+            elif outcome is WebhookOutcome.RETRIED:
+                self.webhook_retries.inc()
+            else:
+                self.webhook_failures.inc()
+        elif event is RuntimeEvent.SSE_CLIENT:
+            change = fields["change"]
+            if change is SSEChange.CONNECTED:
+                self.sse_clients.inc()
+            elif change is SSEChange.DISCONNECTED:
+                self.sse_clients.dec()
+            else:
+                self.sse_lagged.inc()
+        elif event is RuntimeEvent.V2_INFERENCE:
+            self.v2_inferences.labels(fields["model"], fields["outcome"]).inc()
+        elif event is RuntimeEvent.UPLOAD:
+            if fields["ok"]:
+                self.uploads.inc()
+                self.upload_bytes.inc(fields["bytes"])
+            else:
+                self.upload_failures.inc()
+        elif event is RuntimeEvent.DOWNLOADS:
+            self.download_bytes.inc(fields["bytes"])
+            self.download_failures.inc(fields["failures"])
+        elif event is RuntimeEvent.WORKER_STARTED:
+            self.worker_starts.inc()
+            if fields["restart"]:
+                self.worker_restarts.inc()
+        elif event is RuntimeEvent.WORKER_EXITED:
+            if not fields["expected"]:
+                self.worker_crashes.inc()
+        elif event is RuntimeEvent.SETUP_FINISHED:
+            self.setups.labels(fields["status"]).inc()
+            self.setup_duration.set(fields["seconds"])
+
+    def _prediction(self, prediction: Prediction) -> None:
+        kind = prediction.kind
+        self.predictions.labels(kind, prediction.status).inc()
+        if prediction.predict_time is not None:
+            self.prediction_duration.labels(kind).observe(prediction.predict_time)
+        started: datetime | None = prediction.started_at
+        if started is not None:
+            self.queue_wait.labels(kind).observe(
+                max(0.0, (started - prediction.created_at).total_seconds()))
+
+    # ------------------------------------------------------------ exposition
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _ServiceState(Collector):
+    """Gauges read from the `Service` at scrape time: slots, health, queue length."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        service = self.service
+        yield GaugeMetricFamily("cogserve_slots", "Prediction slots of the worker(s)",
+                                value=service.slots)
+        yield GaugeMetricFamily("cogserve_slots_in_use", "Prediction slots running a "
+                                "prediction now", value=len(service.predictions))
+        health = GaugeMetricFamily("cogserve_health_state", "1 for the server's health state "
+                                   "(as /health-check reports it), 0 for the others",
+                                   labels=["state"])
+        current = service.health
+        for state in HEALTH_STATES:
+            health.add_metric([state], 1.0 if state == current else 0.0)
+        yield health
+        # the queue of issue #14: exported once the Service has one
+        queued = getattr(service, "queue_length", None)
+        if queued is not None:
+            yield GaugeMetricFamily("cogserve_queue_length", "Predictions waiting for a slot",
+                                    value=queued)

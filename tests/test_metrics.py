@@ -1,0 +1,191 @@
+"""GET /metrics: scraped with prometheus_client's own text parser after a known mix of
+requests (successes, failures, a refusal, a cancel, a training, uploads, downloads,
+webhooks with a retry, a V2 inference), asserting counts and labels."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from filehub import FileServer
+from filehub import Receiver as Hub
+from harness import Server, free_port, write_model
+from prometheus_client.parser import text_string_to_metric_families
+from receiver import Receiver
+
+MODEL = '''
+import os
+import tempfile
+import time
+
+from cog import BaseRunner, Path
+
+
+class Runner(BaseRunner):
+    def run(self, mode: str = "ok", doc: Path | None = None, sleep: float = 0.0) -> Path:
+        if mode == "fail":
+            raise ValueError("asked to fail")
+        if mode == "crash":
+            os._exit(3)
+        time.sleep(sleep)
+        out = Path(tempfile.mkdtemp()) / "out.txt"
+        out.write_bytes(b"x" * 100)
+        return out
+
+
+def train(steps: int = 1) -> str:
+    return "trained"
+'''
+YAML = 'run: "run.py:Runner"\ntrain: "run.py:train"\n'
+DOC = b"d" * 1000
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(url: str) -> Samples:
+    response = httpx.get(url + "/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    samples: Samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get((name, frozenset(labels.items())))
+
+
+def wait_for_sample(url: str, name: str, expected: float, **labels: str) -> Samples:
+    deadline = time.monotonic() + 20
+    while True:
+        samples = scrape(url)
+        if value(samples, name, **labels) == expected or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_model(tmp_path_factory.mktemp("metrics") / "metered", MODEL, YAML)
+
+
+@pytest.fixture
+def files() -> Iterator[tuple[FileServer, Hub]]:
+    server, hub = FileServer(), Hub()
+    server.files["/doc.bin"] = (DOC, "application/octet-stream", None)
+    yield server, hub
+    server.close()
+    hub.close()
+
+
+def test_a_known_mix_of_requests_is_counted_by_route_status_kind_and_outcome(
+        model_dir: Path, files: tuple[FileServer, Hub], receiver: Any) -> None:
+    fileserver, hub = files
+    flaky: Receiver = receiver(fail_first=1, fail_status=503)
+    with Server(model_dir, env={"COG_THROTTLE_RESPONSE_INTERVAL": "0"}) as server:
+        c = server.client
+        assert c.post("/predictions", json={"input": {}}).json()["status"] == "succeeded"
+        uploaded = c.post("/predictions", json={
+            "input": {"doc": fileserver.url + "/doc.bin"},
+            "output_file_prefix": hub.url + "/up/"}).json()
+        assert uploaded["status"] == "succeeded", uploaded
+        assert c.post("/predictions", json={"input": {"mode": "fail"}}).json()["status"] == \
+            "failed"
+        missing = c.post("/predictions", json={"input": {"doc": fileserver.url + "/nope"}})
+        assert missing.json()["status"] == "failed"
+        assert c.post("/predictions", json={"input": {"colour": "red"}}).status_code == 422
+        accepted = c.put("/predictions/to-cancel", headers={"Prefer": "respond-async"},
+                         json={"input": {"sleep": 30}, "webhook": hub.url + "/hook",
+                               "webhook_events_filter": ["completed"]})
+        assert accepted.status_code == 202
+        assert c.post("/predictions/to-cancel/cancel").status_code == 200
+        assert c.post("/trainings", json={"input": {}}).json()["status"] == "succeeded"
+        hooked = c.post("/predictions", json={"input": {}, "webhook": flaky.url,
+                                              "webhook_events_filter": ["completed"]})
+        assert hooked.json()["status"] == "succeeded"
+        v2 = c.post("/v2/models/metered/infer", json={"inputs": [
+            {"name": "mode", "datatype": "BYTES", "shape": [1], "data": ["ok"]}]})
+        assert v2.status_code == 200, v2.text
+        assert c.get("/health-check").status_code == 200
+
+        hub.wait_for_hook(lambda body: body["status"] == "canceled")
+        samples = wait_for_sample(server.url, "cogserve_webhook_deliveries_total", 2)
+
+    def requests(route: str, method: str, status: str) -> float | None:
+        return value(samples, "cogserve_http_requests_total", route=route, method=method,
+                     status=status)
+
+    assert requests("/predictions", "POST", "200") == 5
+    assert requests("/predictions", "POST", "422") == 1
+    assert requests("/predictions/{prediction_id}", "PUT", "202") == 1
+    assert requests("/predictions/{prediction_id}/cancel", "POST", "200") == 1
+    assert requests("/trainings", "POST", "200") == 1
+    assert requests("/v2/models/{model_name}/infer", "POST", "200") == 1
+    assert requests("/health-check", "GET", "200") is not None  # the harness polls it too
+    assert value(samples, "cogserve_http_request_duration_seconds_count",
+                 route="/predictions", method="POST") == 6
+
+    def predictions(kind: str, outcome: str) -> float | None:
+        return value(samples, "cogserve_predictions_total", kind=kind, outcome=outcome)
+
+    assert predictions("prediction", "succeeded") == 4  # two plain, the hooked one, V2
+    assert predictions("prediction", "failed") == 2  # raised; its input failed to download
+    assert predictions("prediction", "canceled") == 1
+    assert predictions("training", "succeeded") == 1
+    assert value(samples, "cogserve_prediction_duration_seconds_count", kind="prediction") == 7
+    assert value(samples, "cogserve_prediction_queue_wait_seconds_count", kind="prediction") \
+        == 7
+    assert value(samples, "cogserve_prediction_duration_seconds_count", kind="training") == 1
+
+    assert value(samples, "cogserve_upload_bytes_total") == 100
+    assert value(samples, "cogserve_uploads_total") == 1
+    assert value(samples, "cogserve_upload_failures_total") == 0
+    assert value(samples, "cogserve_download_bytes_total") == len(DOC)
+    assert value(samples, "cogserve_download_failures_total") == 1
+    assert value(samples, "cogserve_webhook_deliveries_total") == 2
+    assert value(samples, "cogserve_webhook_retries_total") == 1
+    assert value(samples, "cogserve_webhook_failures_total") == 0
+    assert value(samples, "cogserve_v2_inferences_total", model="metered",
+                 outcome="succeeded") == 1
+
+    assert value(samples, "cogserve_slots") == 1
+    assert value(samples, "cogserve_slots_in_use") == 0
+    assert value(samples, "cogserve_health_state", state="READY") == 1
+    assert value(samples, "cogserve_health_state", state="DEFUNCT") == 0
+    assert value(samples, "cogserve_worker_starts_total") == 1
+    assert value(samples, "cogserve_worker_crashes_total") == 0
+    assert value(samples, "cogserve_setups_total", outcome="succeeded") == 1
+    assert (value(samples, "cogserve_setup_duration_seconds") or 0) > 0
+    assert value(samples, "process_resident_memory_bytes") is not None  # the parent's own
+    # the model's record_metric values are never series
+    assert not [name for name, _ in samples if name.startswith("cogserve_model")]
+
+
+def test_a_crash_on_a_separate_metrics_port(model_dir: Path) -> None:
+    port = free_port()
+    with Server(model_dir, "--metrics-port", str(port)) as server:
+        assert server.client.get("/metrics").status_code == 404  # not on the API port
+        metrics_url = f"http://127.0.0.1:{port}"
+        assert value(scrape(metrics_url), "cogserve_health_state", state="READY") == 1
+        assert server.predict(mode="crash").json()["status"] == "failed"
+        server.wait_for("DEFUNCT")
+        samples = scrape(metrics_url)
+    assert value(samples, "cogserve_worker_crashes_total") == 1
+    assert value(samples, "cogserve_health_state", state="DEFUNCT") == 1
+    assert value(samples, "cogserve_health_state", state="READY") == 0
+    assert value(samples, "cogserve_predictions_total", kind="prediction",
+                 outcome="failed") == 1
+
+
+def test_metrics_can_be_turned_off(model_dir: Path) -> None:
+    with Server(model_dir, "--no-metrics") as server:
+        assert server.client.get("/metrics").status_code == 404
+    with Server(model_dir, env={"COGSERVE_METRICS": "0"}) as server:
+        assert server.client.get("/metrics").status_code == 404
