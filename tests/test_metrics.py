@@ -189,3 +189,27 @@ def test_metrics_can_be_turned_off(model_dir: Path) -> None:
         assert server.client.get("/metrics").status_code == 404
     with Server(model_dir, env={"COGSERVE_METRICS": "0"}) as server:
         assert server.client.get("/metrics").status_code == 404
+
+
+def test_sse_clients_are_counted_while_connected_and_model_metrics_are_not_series(
+        tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    with Server("stream") as server:
+        body = {"input": {"n": 3, "gate": str(gate), "metric": True, "quiet": True}}
+        with server.client.stream("POST", "/predictions", json=body,
+                                  headers={"Accept": "text/event-stream"}) as response:
+            lines = response.iter_lines()
+            for line in lines:  # the first token is out: the stream is attached
+                if line.startswith("event: output"):
+                    break
+            assert value(scrape(server.url), "cogserve_sse_clients") == 1
+            gate.touch()
+            assert any('"status":"succeeded"' in line for line in lines)
+        samples = wait_for_sample(server.url, "cogserve_sse_clients", 0)
+    assert value(samples, "cogserve_sse_clients") == 0
+    assert value(samples, "cogserve_sse_streams_lagged_total") == 0
+    assert value(samples, "cogserve_predictions_total", kind="prediction",
+                 outcome="succeeded") == 1
+    # record_metric("tokens", ...) is in the prediction, never a series or a label
+    assert not [key for key in samples if "tokens" in key[0]
+                or any("tokens" in v for _, v in key[1])]

@@ -12,9 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cogserve.exceptions import DefinitionError
+from cogserve.runtime.events import RuntimeEvent
 
 if TYPE_CHECKING:
     from cogserve.http.app import App
+    from cogserve.observability.metrics import Metrics
+    from cogserve.observability.requests import RequestObserver
+    from cogserve.runtime.service import Service
 
 
 @dataclass(frozen=True)
@@ -41,58 +45,81 @@ class ObservabilityOptions:
 
 
 def install(app: App, options: ObservabilityOptions) -> None:
+    from cogserve.observability import spans
     from cogserve.observability.requests import RequestObserver
-    from cogserve.runtime.events import RuntimeEvent
 
     observer = RequestObserver(app)
     app.handle = observer
+    service = app.service
+    if spans.wanted():  # else OpenTelemetry is never imported
+        from cogserve.observability.tracing import Tracing
+
+        observer.tracing = Tracing(service)
+        service.on_drain.append(_flush_spans)
     if not options.metrics:
         return
-    service = app.service
-    state: dict[str, Any] = {}
-
-    def feed(event: RuntimeEvent, fields: dict[str, Any]) -> None:
-        metrics = state.get("metrics")
-        if metrics is None:
-            if event is not RuntimeEvent.WORKER_STARTED:
-                return
-            metrics = build()
-        metrics.on_event(event, fields)
-
-    def build() -> Any:
-        """On the first worker start: prometheus_client's import then overlaps the
-        worker's own start instead of delaying it."""
-        from cogserve.observability.metrics import Metrics
-
-        metrics = state["metrics"] = observer.metrics = Metrics(service)
-        if options.metrics_port is not None:
-            from prometheus_client import start_http_server
-
-            server, _ = start_http_server(options.metrics_port, options.metrics_host,
-                                          registry=metrics.registry)
-            state["server"] = server
-        return metrics
-
+    feed = MetricsFeed(service, observer, options)
     service.events.subscribe(feed)
     if options.metrics_port is None:
-        app.exact["/metrics"] = {"GET": _endpoint(state)}
+        app.exact["/metrics"] = {"GET": feed.endpoint}
     else:
-        async def close_port() -> None:
-            if "server" in state:
-                state["server"].shutdown()
-                state["server"].server_close()
-
-        service.on_drain.append(close_port)
+        service.on_drain.append(feed.close_port)
 
 
-def _endpoint(state: dict[str, Any]) -> Any:
-    async def metrics_endpoint(scope: dict[str, Any], receive: Any, send: Any) -> None:
+class MetricsFeed:
+    """Builds `Metrics` on the first worker start and passes every runtime event on.
+
+    Built then, prometheus_client's import (28 ms) overlaps the worker's own start
+    instead of delaying it. A worker whose environment is still being built (minutes)
+    starts late: a scrape before then builds the metrics itself.
+    """
+
+    def __init__(self, service: Service, observer: RequestObserver,
+                 options: ObservabilityOptions) -> None:
+        self.service = service
+        self.observer = observer
+        self.options = options
+        self.metrics: Metrics | None = None
+        self.port_server: Any = None  # the separate port's WSGI server
+
+    def __call__(self, event: RuntimeEvent, fields: dict[str, Any]) -> None:
+        if self.metrics is None:
+            if event is not RuntimeEvent.WORKER_STARTED:
+                return
+            self._build()
+        assert self.metrics is not None
+        self.metrics.on_event(event, fields)
+
+    def _build(self) -> None:
+        from cogserve.observability.metrics import Metrics
+
+        self.metrics = self.observer.metrics = Metrics(self.service)
+        if self.options.metrics_port is not None:
+            from prometheus_client import start_http_server
+
+            self.port_server, _ = start_http_server(
+                self.options.metrics_port, self.options.metrics_host,
+                registry=self.metrics.registry)
+
+    async def endpoint(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """GET /metrics on the API port."""
         from cogserve.observability.metrics import CONTENT_TYPE
 
-        metrics = state.get("metrics")
-        body = metrics.exposition() if metrics is not None else b""
+        if self.metrics is None:
+            self._build()
+        assert self.metrics is not None
+        body = self.metrics.exposition()
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", CONTENT_TYPE.encode())]})
         await send({"type": "http.response.body", "body": body})
 
-    return metrics_endpoint
+    async def close_port(self) -> None:
+        if self.port_server is not None:
+            self.port_server.shutdown()
+            self.port_server.server_close()
+
+
+async def _flush_spans() -> None:
+    from cogserve.observability import spans
+
+    spans.flush()

@@ -113,10 +113,12 @@ class Metrics:
         self.v2_inferences = Counter(
             "cogserve_v2_inferences", "Open Inference Protocol inference requests, by model "
             "and outcome (succeeded, failed, canceled, rejected)", ["model", "outcome"], **r)
-        for kind in KINDS:  # every outcome is a series from the start, so rate() sees 0s
-            for outcome in OUTCOMES:
-                self.predictions.labels(kind, outcome)
-        # labels() costs a lock and a dict lookup per call: keep the children
+        # labels() costs a lock and a dict lookup per call: the children are kept. Every
+        # outcome is a series from the start, so rate() sees zeros rather than nothing.
+        self._outcomes = {(kind, outcome): self.predictions.labels(kind, outcome)
+                          for kind in KINDS for outcome in OUTCOMES}
+        self._durations = {kind: self.prediction_duration.labels(kind) for kind in KINDS}
+        self._waits = {kind: self.queue_wait.labels(kind) for kind in KINDS}
         self._http_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     # ------------------------------------------------------------ feeds
@@ -174,13 +176,12 @@ class Metrics:
 
     def _prediction(self, prediction: Prediction) -> None:
         kind = prediction.kind
-        self.predictions.labels(kind, prediction.status).inc()
+        self._outcomes[(kind, prediction.status)].inc()
         if prediction.predict_time is not None:
-            self.prediction_duration.labels(kind).observe(prediction.predict_time)
+            self._durations[kind].observe(prediction.predict_time)
         started: datetime | None = prediction.started_at
         if started is not None:
-            self.queue_wait.labels(kind).observe(
-                max(0.0, (started - prediction.created_at).total_seconds()))
+            self._waits[kind].observe(max(0.0, (started - prediction.created_at).total_seconds()))
 
     # ------------------------------------------------------------ exposition
 

@@ -18,6 +18,7 @@ from cogserve.http.responses import PREDICTION_KEY
 if TYPE_CHECKING:
     from cogserve.http.app import App, Handler
     from cogserve.observability.metrics import Metrics
+    from cogserve.observability.tracing import Tracing
 
 access_log = logging.getLogger("cogserve.access")
 
@@ -33,10 +34,13 @@ class RequestObserver:
         self.app = app
         self.inner: Handler = app.respond
         self.metrics: Metrics | None = None  # set once built (after the worker started)
+        self.tracing: Tracing | None = None  # set when OpenTelemetry tracing is on
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
-        status = 500  # if the handler dies before it answers, uvicorn sends a 500
+        # no answer started: the client went away first (a sync prediction's client that
+        # disconnects); logged and counted as nginx does, 499 "client closed request"
+        status = 499
 
         async def observed_send(message: dict[str, Any]) -> None:
             nonlocal status
@@ -44,17 +48,23 @@ class RequestObserver:
                 status = message["status"]
             await send(message)
 
+        route = self.app.route_of(scope["path"])
+        tracing = self.tracing
+        traced = None  # probes and scrapes are not traced: they would bury the traces
+        if tracing is not None and route not in QUIET_ROUTES:
+            traced = tracing.start_request(scope)
         try:
             await self.inner(scope, receive, observed_send)
         finally:
             seconds = time.perf_counter() - started
-            route = self.app.route_of(scope["path"])
             method = scope["method"]
             if self.metrics is not None:
                 self.metrics.observe_request(route, method, status, seconds)
             level = logging.DEBUG if route in QUIET_ROUTES else logging.INFO
             if access_log.isEnabledFor(level):
                 _log_access(level, scope, route, method, status, seconds)
+            if tracing is not None and traced is not None:
+                tracing.end_request(traced, route, status)
 
 
 def _log_access(level: int, scope: dict[str, Any], route: str, method: str, status: int,
@@ -63,5 +73,8 @@ def _log_access(level: int, scope: dict[str, Any], route: str, method: str, stat
     ident = prediction.id if prediction is not None else None
     fields = {"method": method, "path": route, "status": status,
               "duration_s": round(seconds, 6), "prediction_id": ident}
-    access_log.log(level, "%s %s %d %.1f ms%s", method, route, status, seconds * 1000,
-                   f" prediction {ident}" if ident else "", extra={"fields": fields})
+    # makeRecord + handle is Logger.log without the caller lookup (which walks the stack)
+    access_log.handle(access_log.makeRecord(
+        access_log.name, level, __file__, 0, "%s %s %d %.1f ms%s",
+        (method, route, status, seconds * 1000, f" prediction {ident}" if ident else ""),
+        None, extra={"fields": fields}))

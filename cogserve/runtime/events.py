@@ -19,6 +19,10 @@ class RuntimeEvent(enum.Enum):
     WORKER_STARTED = "worker_started"  # restart: bool (a worker ran before this one)
     WORKER_EXITED = "worker_exited"  # expected: bool (stopped by the server, not a crash)
     SETUP_FINISHED = "setup_finished"  # status: str ("succeeded" | "failed"), seconds: float
+    # prediction: Prediction, message: the predict frame, which an observer may extend
+    # (tracing adds the trace context the worker's span continues)
+    PREDICTION_CREATED = "prediction_created"
+    PREDICTION_REFUSED = "prediction_refused"  # prediction: created, but never sent (422)
     PREDICTION_COMPLETED = "prediction_completed"  # prediction: Prediction
     WEBHOOK_ATTEMPT = "webhook_attempt"  # outcome: WebhookOutcome
     UPLOAD = "upload"  # bytes: int, ok: bool

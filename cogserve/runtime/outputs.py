@@ -18,6 +18,7 @@ import re
 import shutil
 from typing import Any
 
+from cogserve.observability import spans
 from cogserve.protocol import FILE_KEY, OUTPUT_SPILL_PREFIX
 from cogserve.runtime.events import EventBus, RuntimeEvent
 
@@ -65,8 +66,14 @@ async def _resolve_one(path: str, prediction: Any, upload_url: str | None,
         if prefix:
             from cogserve.runtime.uploads import upload_file
 
+            name = upload_name(path, index)
             try:
-                url = await upload_file(path, prefix, upload_name(path, index))
+                # the request carries the prediction's trace context (its span's child
+                # with tracing on, else the incoming traceparent, as Cog sends it)
+                context = getattr(prediction, "context", None) or {}
+                with spans.client_span("upload", context, **{"cog.upload.name": name}) \
+                        as headers:
+                    url = await upload_file(path, prefix, name, headers)
             except BaseException:
                 if bus is not None:
                     bus.emit(RuntimeEvent.UPLOAD, bytes=0, ok=False)

@@ -698,11 +698,13 @@ class Service:
         if remember:  # last: on `completed` the SSE history above is already complete
             prediction.subscribe(self.recent.listener)
         message = protocol.predict(prediction_id, raw_input, Mode(mode), model_context)
+        self.events.emit(RuntimeEvent.PREDICTION_CREATED, prediction=prediction, message=message)
         if member is None:
             assert backlog is not None
             try:  # refused now (422) rather than failing once it leaves the queue
                 orjson.dumps(raw_input)
             except TypeError as exc:
+                self.events.emit(RuntimeEvent.PREDICTION_REFUSED, prediction=prediction)
                 raise _unencodable(exc) from None
             self.predictions[prediction_id] = prediction
             backlog.push(prediction, message)
@@ -715,6 +717,7 @@ class Service:
             self.predictions.pop(prediction_id, None)
             member.free += 1
             prediction.worker = None
+            self.events.emit(RuntimeEvent.PREDICTION_REFUSED, prediction=prediction)
             raise _unencodable(exc) from None
         return prediction
 

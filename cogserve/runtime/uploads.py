@@ -41,8 +41,10 @@ def _user_agent() -> str:
     return f"cogserve/{cogserve.__version__}"
 
 
-async def upload_file(path: str, prefix: str, name: str) -> str:
-    """PUT `path` as `name` under `prefix`; the receiver's Location wins over prefix + name."""
+async def upload_file(path: str, prefix: str, name: str,
+                      headers: dict[str, str] | None = None) -> str:
+    """PUT `path` as `name` under `prefix`; the receiver's Location wins over prefix + name.
+    `headers`: extra ones to send (the trace context)."""
     url = prefix if prefix.endswith("/") else prefix + "/"
     try:
         with open(path, "rb") as fh:
@@ -52,7 +54,8 @@ async def upload_file(path: str, prefix: str, name: str) -> str:
             response = await client().put(
                 url,
                 content=_body(fh, head, tail),
-                headers={"Content-Type": f"multipart/form-data; boundary={boundary}",
+                headers={**(headers or {}),
+                         "Content-Type": f"multipart/form-data; boundary={boundary}",
                          "Content-Length": str(size)},
             )
     except httpx.HTTPError as exc:

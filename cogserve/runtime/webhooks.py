@@ -33,6 +33,7 @@ import orjson
 
 import cogserve
 from cogserve.netpolicy import BlockedAddress
+from cogserve.observability import spans
 from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
 
@@ -187,6 +188,13 @@ class WebhookSender:
             self.task = None
 
     async def _deliver(self, kind: str, body: bytes) -> None:
+        """One event, retried as needed; a span (with tracing on) covers all attempts and
+        its context is the `traceparent` sent, as the incoming one is without tracing."""
+        with spans.client_span("webhook", self.headers, **{"cog.webhook.event": kind}) \
+                as headers:
+            await self._attempts(kind, body, headers)
+
+    async def _attempts(self, kind: str, body: bytes, headers: dict[str, str]) -> None:
         import httpx
 
         config = self.config
@@ -194,7 +202,7 @@ class WebhookSender:
         for attempt in range(config.max_attempts):
             retry_after = 0.0
             try:
-                response = await client().post(self.url, content=body, headers=self.headers,
+                response = await client().post(self.url, content=body, headers=headers,
                                                 timeout=config.timeout)
                 if response.status_code not in _RETRY_STATUSES:
                     if response.status_code >= 400:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import http.client
 import mimetypes
 import os
 import pathlib
 import re
 import socket
+import sys
 import threading
 import urllib.error
 import urllib.parse
@@ -76,11 +78,15 @@ def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None,
             f"input {label}: {_short(url)} is not an http, https or data URL; "
             "file inputs must be URLs"
         )
-    try:
-        target = _download(url, dest, label, index, transfers or Transfers(deadline=0))
-    except BaseException:
-        _count(0, 1)
-        raise
+    spans = sys.modules.get("cogserve.observability.spans")  # loaded: tracing is on
+    with spans.child_span("download", **{"url.full": _short(url)}) if spans is not None \
+            else contextlib.nullcontext():
+        try:
+            target = _download(url, dest, label, index,
+                               transfers or Transfers(deadline=0))
+        except BaseException:
+            _count(0, 1)
+            raise
     _count(target.stat().st_size, 0)
     return target
 

@@ -56,6 +56,8 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
         kwargs[spec.name] = _convert(spec, spec.type, value, jobs)
     if jobs:
         # urllib/http.client/ssl cost ~10 ms of worker start; only file inputs need them
+        import contextvars
+
         from cogserve.exceptions import CancelationException, FetchError
         from cogserve.worker.files import fetch
         from cogserve.worker.transfers import StopReason
@@ -64,8 +66,9 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
         folder = tmpdir()
         owner = transfers() if transfers is not None else _Transfers()
         owner.start_clock()
-        futures = [
-            (name, index, kind, _downloads().submit(fetch, url, folder, name, index, owner))
+        futures = [  # each in a copy of this context, so a download's span has its parent
+            (name, index, kind, _downloads().submit(contextvars.copy_context().run, fetch,
+                                                    url, folder, name, index, owner))
             for name, index, (kind, url) in jobs
         ]
         errors = []

@@ -174,11 +174,19 @@ def _control_loop(control: SyncChannel, handle: Any) -> None:
     while True:
         message = control.recv()
         if message is None or message.get(protocol.KIND) == ToWorker.SHUTDOWN:
-            os._exit(0)
+            _exit()
         if message.get(protocol.KIND) == ToWorker.HEALTHCHECK:
             threading.Thread(target=handle, args=(message,), daemon=True).start()
         else:
             handle(message)
+
+
+def _exit() -> None:
+    """End the worker now; buffered trace spans are sent first (os._exit skips atexit)."""
+    spans = sys.modules.get("cogserve.observability.spans")
+    if spans is not None:
+        spans.flush()
+    os._exit(0)
 
 
 async def _await(awaitable: Any) -> Any:
@@ -236,7 +244,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
         while True:
             message = channel.recv()
             if message is None or message.get(protocol.KIND) == ToWorker.SHUTDOWN:
-                os._exit(0)
+                _exit()
             loop.call_soon_threadsafe(handle, message)
 
     data.watch(loop, start, lambda: os._exit(0))

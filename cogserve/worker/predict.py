@@ -7,6 +7,7 @@ An async run() is a task on the worker's event loop; cancel is `task.cancel()`.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import os
 import pathlib
@@ -55,6 +56,7 @@ class Job:
         self._tmpdir: pathlib.Path | None = None
         self.opened: list[Any] = []
         self.files_sent = False
+        self.span: Any = None  # with tracing on: (span, context token), see worker/tracing.py
         self.transfers: Transfers | None = None  # downloads of file inputs, if any
 
     def new_transfers(self) -> Transfers:
@@ -81,6 +83,10 @@ class Job:
             fetched = sys.modules.get("cogserve.worker.files")  # imported on a first download
             if fetched is not None and (tally := fetched.take_tally()) is not None:
                 protocol.report_downloads(message, tally)
+            if self.span is not None:
+                from cogserve.worker import tracing
+
+                tracing.finish(self.span[0], message)
         self._send(message)
 
     def _release_folder(self, message: protocol.Message) -> None:
@@ -145,6 +151,10 @@ class Job:
 
     def bind(self) -> tuple[Any, Any, Any]:
         """Route this context's logs, metrics and tempfile folder to this prediction."""
+        if protocol.TRACE in self.message:
+            from cogserve.worker import tracing
+
+            self.span = tracing.open_span(self.id, self.message[protocol.TRACE])
         return (self.router.bind(self.id, self.logs), bind_scope(self.scope),
                 tempdirs.bind(self.tmpdir))
 
@@ -153,6 +163,10 @@ class Job:
         tempdirs.unbind(tmp_token)
         unbind_scope(scope_token)
         self.router.unbind(self.id, log_token)
+        if self.span is not None:
+            from cogserve.worker import tracing
+
+            tracing.detach(self.span[1])
         self.cleanup()
 
     def cleanup(self) -> None:
@@ -363,9 +377,9 @@ async def run_async(model: LoadedModel, job: Job) -> None:
     try:
         raw = job.raw_input()
         if _has_files(model):
-            kwargs = await loop.run_in_executor(
-                None, inputs.prepare, model.signature, raw, job.tmpdir, job.opened,
-                job.new_transfers)
+            kwargs = await loop.run_in_executor(  # in this context: logs, trace
+                None, contextvars.copy_context().run, inputs.prepare, model.signature, raw,
+                job.tmpdir, job.opened, job.new_transfers)
         else:
             kwargs = inputs.prepare(model.signature, raw, job.tmpdir, job.opened,
                                     job.new_transfers)
