@@ -18,6 +18,8 @@ from cogserve.runtime.service import Service
 log = logging.getLogger("cogserve")
 
 Handler = Callable[..., Awaitable[None]]
+# route templates of the id routes, for `App.route_of`
+_ITEM_TEMPLATES = {"/predictions/": "{prediction_id}", "/trainings/": "{training_id}"}
 
 
 class App:
@@ -97,12 +99,13 @@ class App:
             return path
         for prefix, _ in self.prefixed:
             if path.startswith(prefix):
+                item = _ITEM_TEMPLATES.get(prefix)
+                if item is None:  # e.g. the playground's files under /docs/
+                    return prefix + "{file}"
                 ident, _, action = path[len(prefix):].partition("/")
                 if not ident or action not in ("", "cancel"):
                     return "other"
-                template = prefix + ("{training_id}" if prefix == "/trainings/"
-                                     else "{prediction_id}")
-                return template + "/cancel" if action else template
+                return prefix + item + ("/cancel" if action else "")
         for prefix, mounted in self.mounts:
             if path == prefix or path.startswith(prefix + "/"):
                 route_of = getattr(mounted, "route_of", None)

@@ -1,0 +1,48 @@
+"""Metric labels and access-log paths are route templates: a small fixed set, never ids."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from cogserve.config import ModelConfig
+from cogserve.http import extensions
+from cogserve.http.app import App
+from cogserve.runtime.service import Service, Settings
+
+
+@pytest.fixture
+def app(tmp_path: pathlib.Path) -> Iterator[App]:
+    config = ModelConfig(directory=tmp_path, predict_ref="run.py:Runner",
+                         train_ref="train.py:train")
+    service = Service(config, Settings())
+    app = App(service, max_body=1024, on_shutdown=lambda: None)
+    extensions.install(app)
+    yield app
+    shutil.rmtree(service.tmp_root, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("path", "template"), [
+    ("/predictions", "/predictions"),
+    ("/predictions/abc", "/predictions/{prediction_id}"),
+    ("/predictions/abc/cancel", "/predictions/{prediction_id}/cancel"),
+    ("/predictions/abc/other", "other"),
+    ("/trainings/t1", "/trainings/{training_id}"),
+    ("/trainings/t1/cancel", "/trainings/{training_id}/cancel"),
+    ("/docs", "/docs"),
+    ("/docs/app.js", "/docs/{file}"),
+    ("/metrics", "/metrics"),
+    ("/health-check", "/health-check"),
+    ("/v2", "/v2"),
+    ("/v2/health/ready", "/v2/health/ready"),
+    ("/v2/models/m", "/v2/models/{model_name}"),
+    ("/v2/models/m/infer", "/v2/models/{model_name}/infer"),
+    ("/v2/models/m/versions/3/ready", "/v2/models/{model_name}/versions/{model_version}/ready"),
+    ("/v2/models/m/x", "other"),
+    ("/anything/else", "other"),
+])
+def test_route_of(app: App, path: str, template: str) -> None:
+    assert app.route_of(path) == template
