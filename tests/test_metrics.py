@@ -22,7 +22,7 @@ import os
 import tempfile
 import time
 
-from cog import BaseRunner, Path
+from cog import BaseRunner, CancelationException, Path
 
 
 class Runner(BaseRunner):
@@ -31,6 +31,11 @@ class Runner(BaseRunner):
             raise ValueError("asked to fail")
         if mode == "crash":
             os._exit(3)
+        if mode == "stubborn":  # ignores a cancel: its worker is replaced
+            try:
+                time.sleep(sleep)
+            except CancelationException:
+                time.sleep(60)
         time.sleep(sleep)
         out = Path(tempfile.mkdtemp()) / "out.txt"
         out.write_bytes(b"x" * 100)
@@ -168,20 +173,34 @@ def test_a_known_mix_of_requests_is_counted_by_route_status_kind_and_outcome(
     assert not [name for name, _ in samples if name.startswith("cogserve_model")]
 
 
-def test_a_crash_on_a_separate_metrics_port(model_dir: Path) -> None:
+def test_a_restart_and_a_crash_on_a_separate_metrics_port(model_dir: Path) -> None:
     port = free_port()
-    with Server(model_dir, "--metrics-port", str(port)) as server:
+    with Server(model_dir, "--metrics-port", str(port),
+                env={"COGSERVE_CANCEL_TIMEOUT": "0.5"}) as server:
         assert server.client.get("/metrics").status_code == 404  # not on the API port
         metrics_url = f"http://127.0.0.1:{port}"
         assert value(scrape(metrics_url), "cogserve_health_state", state="READY") == 1
+        # a run() that ignores its cancel: the worker is replaced (a restart, not a crash)
+        server.client.put("/predictions/stubborn", headers={"Prefer": "respond-async"},
+                          json={"input": {"mode": "stubborn", "sleep": 30}})
+        assert server.client.post("/predictions/stubborn/cancel").json()["status"] == \
+            "canceled"
+        restarted = wait_for_sample(metrics_url, "cogserve_worker_starts_total", 2)
+        server.wait_for("READY")
         assert server.predict(mode="crash").json()["status"] == "failed"
         server.wait_for("DEFUNCT")
         samples = scrape(metrics_url)
+    assert value(restarted, "cogserve_worker_restarts_total") == 1
+    assert value(restarted, "cogserve_worker_crashes_total") == 0
+    assert value(samples, "cogserve_worker_starts_total") == 2
     assert value(samples, "cogserve_worker_crashes_total") == 1
+    assert value(samples, "cogserve_setups_total", outcome="succeeded") == 2
     assert value(samples, "cogserve_health_state", state="DEFUNCT") == 1
     assert value(samples, "cogserve_health_state", state="READY") == 0
     assert value(samples, "cogserve_predictions_total", kind="prediction",
                  outcome="failed") == 1
+    assert value(samples, "cogserve_predictions_total", kind="prediction",
+                 outcome="canceled") == 1
 
 
 def test_metrics_can_be_turned_off(model_dir: Path) -> None:
