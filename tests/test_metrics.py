@@ -232,3 +232,19 @@ def test_sse_clients_are_counted_while_connected_and_model_metrics_are_not_serie
     # record_metric("tokens", ...) is in the prediction, never a series or a label
     assert not [key for key in samples if "tokens" in key[0]
                 or any("tokens" in v for _, v in key[1])]
+
+
+def test_an_sse_stream_cut_for_lag_is_counted(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    # a 1-byte client buffer: the first live event overflows it, so the cut is certain
+    with Server("stream", env={"COGSERVE_SSE_CLIENT_BUFFER": "1"}) as server:
+        body = {"input": {"n": 3, "gate": str(gate), "quiet": True}}
+        with server.client.stream("POST", "/predictions", json=body,
+                                  headers={"Accept": "text/event-stream"}) as response:
+            lines = response.iter_lines()
+            assert next(lines).startswith("event: ")
+            gate.touch()  # token 1 is made, and is live whatever happened to token 0
+            assert any("SSE stream lagged" in line for line in lines)
+        samples = wait_for_sample(server.url, "cogserve_sse_clients", 0)
+    assert value(samples, "cogserve_sse_streams_lagged_total") == 1
+    assert value(samples, "cogserve_sse_clients") == 0
