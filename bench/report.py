@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from bench import envs
 from bench.scenarios import Figure, Scenario
-from bench.systems import COGSERVE, MLSERVER, REFERENCE
+from bench.systems import COGSERVE, COGSERVE_METRICS_OFF, MLSERVER, REFERENCE
 
-NAMES = {COGSERVE: "cogserve", REFERENCE: "reference (Cog 0.23.1 + coglet 0.23.1)",
+NAMES = {COGSERVE: "cogserve", COGSERVE_METRICS_OFF: "cogserve, metrics off (COGSERVE_METRICS=0)",
+         REFERENCE: "reference (Cog 0.23.1 + coglet 0.23.1)",
          MLSERVER: "MLServer 1.7.1", "floor": "floor (bare ASGI on uvicorn)",
          "litserve": "LitServe 0.2.19 (workers_per_device=2)"}
 
@@ -127,6 +128,12 @@ def targets(results: Results) -> list[str]:
                      f"{int(sum(errors or []))}"))
     else:
         rows.append(("Scenario 1: cogserve ≥ 2x the reference (issue 3)", None, "not measured"))
+
+    ours = _median(results, "noop_seq", COGSERVE, "successful req/s")
+    off = _median(results, "noop_seq", COGSERVE_METRICS_OFF, "successful req/s")
+    rows.append(("Scenario 1: req/s with metrics on within 5% of metrics off (issue 15)",
+                 None if ours is None or not off else ours >= 0.95 * off,
+                 f"{ours / off:.3f}x" if ours is not None and off else "not measured"))
 
     ours = _median(results, "sse", COGSERVE, "tokens/s")
     ref = _median(results, "sse", REFERENCE, "tokens/s")

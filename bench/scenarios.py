@@ -21,7 +21,15 @@ from typing import Any
 
 from bench import envs, loadgen, systems
 from bench.procs import reset_peak_rss, status_kib
-from bench.systems import COGSERVE, FLOOR, LITSERVE, MLSERVER, REFERENCE, Server
+from bench.systems import (
+    COGSERVE,
+    COGSERVE_METRICS_OFF,
+    FLOOR,
+    LITSERVE,
+    MLSERVER,
+    REFERENCE,
+    Server,
+)
 
 MODELS = envs.BENCH / "models"
 BODIES = envs.CACHE / "bodies"
@@ -130,6 +138,7 @@ class NoopSequential(_WrkScenario):
     number = "1"
     title = "no-op sync, 1 sequential client"
     model = "noop"
+    systems = (COGSERVE, COGSERVE_METRICS_OFF, REFERENCE, FLOOR)
     # wrk's latencies cover every response, 409s included (the reference answers many)
     figures = (Figure("successful req/s", "req/s", True),
                Figure("p50, all responses", "ms", False),
@@ -146,6 +155,7 @@ class NoopSequential(_WrkScenario):
 
 class NoopConcurrent(NoopSequential):
     key = "noop_8clients"
+    systems = (COGSERVE, REFERENCE, FLOOR)
     number = "2"
     title = "no-op sync, 8 concurrent clients, 1 slot"
     connections = 8

@@ -21,11 +21,14 @@ from bench.procs import Proc, free_port
 
 LOGS = envs.CACHE / "logs"
 COGSERVE = "cogserve"
+# the same server with Prometheus metrics off: scenario 1 runs it interleaved with
+# cogserve, so the ratio between the two is what metrics cost (issue 15: within 5%)
+COGSERVE_METRICS_OFF = "cogserve-metrics-off"
 REFERENCE = "reference"
 MLSERVER = "mlserver"
 LITSERVE = "litserve"
 FLOOR = "floor"
-ALL = (COGSERVE, REFERENCE, MLSERVER, LITSERVE, FLOOR)
+ALL = (COGSERVE, COGSERVE_METRICS_OFF, REFERENCE, MLSERVER, LITSERVE, FLOOR)
 
 
 class StartError(RuntimeError):
@@ -80,9 +83,11 @@ def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, s
     env = dict(env or {})
     args = list(args or [])
     log = LOGS / f"{tag}-{system}.log"
-    if system == COGSERVE:
+    if system in (COGSERVE, COGSERVE_METRICS_OFF):
         assert model is not None
         env.setdefault("LOG_FORMAT", "console")
+        if system == COGSERVE_METRICS_OFF:
+            env["COGSERVE_METRICS"] = "0"
         argv = [str(envs.venv(COGSERVE) / "bin" / "cogserve"), "serve", str(model),
                 "--host", "127.0.0.1", "--port", str(port), *args]
         proc = Proc(argv, env=env, log=log)
