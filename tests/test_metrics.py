@@ -248,3 +248,33 @@ def test_an_sse_stream_cut_for_lag_is_counted(tmp_path: Path) -> None:
         samples = wait_for_sample(server.url, "cogserve_sse_clients", 0)
     assert value(samples, "cogserve_sse_streams_lagged_total") == 1
     assert value(samples, "cogserve_sse_clients") == 0
+
+
+def test_queue_length_slots_and_queue_wait_with_a_queue_and_two_workers(
+        tmp_path: Path) -> None:
+    gate, journal = tmp_path / "gate", tmp_path / "journal"
+    with Server("gated", "--queue-size", "4", "--workers", "2") as server:
+        c = server.client
+        assert value(wait_for_sample(server.url, "cogserve_workers_ready", 2),
+                     "cogserve_workers_ready") == 2
+        for n in range(3):  # two hold both workers' slots, the third waits in the queue
+            assert c.post("/predictions", headers={"Prefer": "respond-async"}, json={
+                "id": f"q{n}", "input": {"text": f"q{n}", "gate": str(gate),
+                                         "journal": str(journal)}}).status_code == 202
+        samples = wait_for_sample(server.url, "cogserve_queue_length", 1)
+        assert value(samples, "cogserve_queue_length") == 1
+        assert value(samples, "cogserve_slots") == 2
+        assert value(samples, "cogserve_slots_in_use") == 2
+        assert value(samples, "cogserve_workers_ready") == 2
+        assert value(samples, "cogserve_worker_starts_total") == 2  # both, in one registry
+        assert value(samples, "cogserve_health_state", state="READY") == 1
+        gate.touch()
+        samples = wait_for_sample(server.url, "cogserve_prediction_queue_wait_seconds_count",
+                                  3, kind="prediction")
+    assert value(samples, "cogserve_queue_length") == 0
+    assert value(samples, "cogserve_slots_in_use") == 0
+    assert value(samples, "cogserve_predictions_total", kind="prediction",
+                 outcome="succeeded") == 3
+    # the queued one waited for a slot: the queue-wait sum is more than zero
+    assert (value(samples, "cogserve_prediction_queue_wait_seconds_sum",
+                  kind="prediction") or 0) > 0

@@ -37,6 +37,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
+from cogserve.runtime.pool import WorkerState
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction
@@ -197,10 +198,17 @@ class _ServiceState(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         service = self.service
-        yield GaugeMetricFamily("cogserve_slots", "Prediction slots of the worker(s)",
-                                value=service.slots)
+        ready = [m for m in service.pool.members if m.state is WorkerState.READY]
+        yield GaugeMetricFamily("cogserve_slots", "Prediction slots of the ready workers",
+                                value=sum(m.slots for m in ready))
         yield GaugeMetricFamily("cogserve_slots_in_use", "Prediction slots running a "
-                                "prediction now", value=len(service.predictions))
+                                "prediction now", value=sum(m.slots - m.free for m in ready))
+        yield GaugeMetricFamily("cogserve_workers_ready", "Worker processes ready to serve",
+                                value=len(ready))
+        backlog = service.backlog
+        yield GaugeMetricFamily("cogserve_queue_length", "Predictions waiting for a slot "
+                                "(always 0 without --queue-size)",
+                                value=len(backlog) if backlog is not None else 0)
         health = GaugeMetricFamily("cogserve_health_state", "1 for the server's health state "
                                    "(as /health-check reports it), 0 for the others",
                                    labels=["state"])
@@ -208,8 +216,3 @@ class _ServiceState(Collector):
         for state in HEALTH_STATES:
             health.add_metric([state], 1.0 if state == current else 0.0)
         yield health
-        # the queue of issue #14: exported once the Service has one
-        queued = getattr(service, "queue_length", None)
-        if queued is not None:
-            yield GaugeMetricFamily("cogserve_queue_length", "Predictions waiting for a slot",
-                                    value=queued)
