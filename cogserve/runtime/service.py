@@ -511,6 +511,7 @@ class Service:
                   output: Any = None, predict_time: float | None = None) -> None:
         """Give the slot back first (to the queue's oldest, if one waits), then settle
         the prediction (which wakes its waiters)."""
+        ended_before = prediction.terminal  # then it is not announced a second time
         if self.predictions.pop(prediction.id, None) is not None:
             member = prediction.worker
             if member is not None:
@@ -535,7 +536,8 @@ class Service:
             prediction.fail(error or "prediction failed", predict_time)
         else:
             prediction.cancel(predict_time)
-        self.events.emit(RuntimeEvent.PREDICTION_COMPLETED, prediction=prediction)
+        if not ended_before:
+            self.events.emit(RuntimeEvent.PREDICTION_COMPLETED, prediction=prediction)
 
     def _stop_drained(self, member: Member) -> None:
         """A reloading worker finished its last prediction: stop it; its exit restarts it."""
