@@ -108,10 +108,15 @@ class Upload:
 
 
 class Receiver:
-    """Takes PUT multipart uploads; `location` = "absolute" | "relative" | None; `fail`."""
+    """Takes PUT multipart uploads; `location` = "absolute" | "relative" | None; `fail`.
 
-    def __init__(self) -> None:
+    With `serve_back`, it keeps each upload's bytes and serves them at its Location (a
+    browser test shows an uploaded image from there).
+    """
+
+    def __init__(self, serve_back: bool = False) -> None:
         self.uploads: list[Upload] = []
+        self.stored: dict[str, tuple[str, bytes]] | None = {} if serve_back else None
         self.hooks: list[dict[str, Any]] = []
         self.location: str | None = "absolute"
         self.fail_status: int | None = None
@@ -124,9 +129,12 @@ class Receiver:
                 if hub.fail_status is not None:
                     self.reply(hub.fail_status, b"no")
                     return
-                upload = _parse_multipart(self.path, self.headers.get("content-type", ""), body)
+                upload, data = _parse_multipart(self.path, self.headers.get("content-type", ""),
+                                                body)
                 with hub.lock:
                     hub.uploads.append(upload)
+                    if hub.stored is not None:
+                        hub.stored[upload.name] = (upload.content_type, data)
                 headers = {}
                 if hub.location == "absolute":
                     headers["location"] = f"{hub.url}/stored/{upload.name}"
@@ -135,6 +143,14 @@ class Receiver:
                 self.reply(201, b"", headers)
 
             def do_GET(self) -> None:  # noqa: N802
+                if hub.stored is not None and self.path.startswith("/stored/"):
+                    with hub.lock:
+                        found = hub.stored.get(self.path[len("/stored/"):])
+                    if found is None:
+                        self.reply(404)
+                    else:
+                        self.reply(200, found[1], {"content-type": found[0]})
+                    return
                 with hub.lock:
                     count = len(hub.uploads)
                 self.reply(200, json.dumps({"count": count}).encode(),
@@ -164,7 +180,7 @@ class Receiver:
         self.server.server_close()
 
 
-def _parse_multipart(path: str, content_type: str, body: bytes) -> Upload:
+def _parse_multipart(path: str, content_type: str, body: bytes) -> tuple[Upload, bytes]:
     assert content_type.startswith("multipart/form-data"), content_type
     boundary = content_type.split("boundary=", 1)[1].strip('"').encode()
     parts = body.split(b"--" + boundary)
@@ -180,4 +196,4 @@ def _parse_multipart(path: str, content_type: str, body: bytes) -> Upload:
     name = disposition.split('filename="', 1)[1].split('"', 1)[0] if "filename=" in disposition \
         else ""
     return Upload(path, name, headers.get("content-type", ""), len(data),
-                  hashlib.sha256(data).hexdigest(), data[:64])
+                  hashlib.sha256(data).hexdigest(), data[:64]), data

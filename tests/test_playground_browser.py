@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from filehub import Receiver
 from harness import Server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -196,6 +197,22 @@ def test_an_image_output_is_shown_as_an_image(open_page: Any, image_server: Serv
     assert page.locator(".output a[download]").get_attribute("download") == "output.png"
     assert "drawing 320x180 teal" in page.get_by_test_id("logs").inner_text()
     screenshot(page, tmp_path, "playground-image.png")
+
+
+def test_an_uploaded_image_is_shown_from_its_url(open_page: Any) -> None:
+    receiver = Receiver(serve_back=True)
+    try:
+        with Server("playground_image", "--upload-url", receiver.url + "/upload/") as server:
+            page = open_page(server)
+            page.get_by_role("button", name="Run").click()
+            page.wait_for_selector(".status.succeeded")
+            image = page.locator(".output img")
+            src = image.get_attribute("src")
+            assert src.startswith(receiver.url + "/stored/") and src.endswith(".png")
+            image.evaluate("img => img.decode()")  # fetched from the upload server, decoded
+            assert image.evaluate("img => img.naturalWidth") == 320
+    finally:
+        receiver.close()
 
 
 def test_a_streaming_model_shows_tokens_before_the_end(open_page: Any, stream_server: Server,
