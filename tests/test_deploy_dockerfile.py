@@ -25,11 +25,12 @@ from uv import find_uv_bin
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 MODEL = """
+import six  # only in the model's environment, which the Dockerfile builds
 from cog import BaseRunner
 
 class Runner(BaseRunner):
     def run(self, name: str = "you") -> str:
-        return f"hello {name}"
+        return six.ensure_str(f"hello {name}")
 """
 COG_YAML = """\
 run: "run.py:Runner"

@@ -190,3 +190,15 @@ def test_killing_one_replicas_worker_leaves_the_other_serving_and_ray_replaces_i
     for _ in range(10):
         r = c.post("/predictions", json={"input": {"n": 1}})
         assert r.status_code == 200 and r.json()["output"] == ["tok0"]
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--replicas", "0"], "error: --replicas must be at least 1"),
+    (["--autoscaling", "[1]"], "error: --autoscaling must be a JSON object"),
+    (["--autoscaling", "{nope"], "error: --autoscaling is not JSON"),
+])
+def test_bad_ray_flags_are_clear_errors_before_ray_starts(flags, message):
+    result = subprocess.run([sys.executable, "-m", "cogserve.cli", "ray", str(MODELS / "stream"),
+                             *flags], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert message in result.stderr

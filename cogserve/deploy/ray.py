@@ -22,6 +22,7 @@ from cogserve.config import load_config
 from cogserve.exceptions import DefinitionError
 
 APP_NAME = "cogserve"
+START_ATTEMPTS = 3
 OBJECT_STORE_BYTES = 200 * 1024 * 1024  # requests are small; Ray's default is 30% of RAM
 
 
@@ -97,8 +98,8 @@ def run(options: Options) -> None:
         ray.init(address=options.address, include_dashboard=False)
     else:  # logical CPUs: room for every replica and one replacement at a time
         wanted = math.ceil(options.num_cpus * (max(options.replicas, _max_replicas(options)) + 1))
-        ray.init(num_cpus=max(os.cpu_count() or 1, wanted), include_dashboard=False,
-                 object_store_memory=OBJECT_STORE_BYTES)
+        _start_local(ray, num_cpus=max(os.cpu_count() or 1, wanted), include_dashboard=False,
+                     object_store_memory=OBJECT_STORE_BYTES)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -114,6 +115,21 @@ def run(options: Options) -> None:
         print("shutting down", file=sys.stderr, flush=True)
         serve.shutdown()
         ray.shutdown()
+
+
+def _start_local(ray: Any, **kwargs: Any) -> None:
+    """Start a local Ray; again if its raylet missed Ray's fixed 30 s start-up window (a
+    busy machine), which Ray reports as a plain Exception."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            ray.init(**kwargs)
+            return
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
+            if "timed out during startup" not in str(exc) or attempt == START_ATTEMPTS:
+                raise
+            print(f"Ray did not start in time (attempt {attempt}); trying again",
+                  file=sys.stderr, flush=True)
+            ray.shutdown()
 
 
 def _max_replicas(options: Options) -> int:

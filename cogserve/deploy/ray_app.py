@@ -94,6 +94,7 @@ class CogserveReplica:
                        model_name: str | None) -> None:
         from cogserve.cli import _apply_environment
         from cogserve.config import load_config
+        from cogserve.envs import model_env
         from cogserve.http import server
         from cogserve.runtime.service import Settings
 
@@ -101,6 +102,7 @@ class CogserveReplica:
         _apply_environment(config)
         settings = Settings.from_env(config)
         settings.model_name = model_name
+        settings.environment = model_env.for_model(config)  # cog.yaml's packages (#18)
         settings.id_prefix = replica_tag(serve.get_replica_context().replica_id.unique_id)
         # predictions beyond the slots wait in the replica's queue instead of 409: Ray sends
         # a replica at most slots + QUEUE_HEADROOM requests, so the queue never overflows
