@@ -164,7 +164,7 @@ def _configure_logging() -> None:
     fmt = os.environ.get("LOG_FORMAT", "json")
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "console":
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     else:
         handler.setFormatter(_JSONFormatter())
     root = logging.getLogger("cogserve")
@@ -173,13 +173,23 @@ def _configure_logging() -> None:
     root.propagate = False
 
 
-class _JSONFormatter(logging.Formatter):
-    """One JSON object per line. It formats an access log line per request, so it is
-    kept cheap: orjson, and the timestamp's seconds formatted once per second (together
-    ~15 us a line less than json.dumps and strftime)."""
+class _Formatter(logging.Formatter):
+    """It formats an access log line per request, so the timestamp's seconds are
+    formatted once per second, not per line (strftime is ~5 us)."""
 
     _second = -1
     _stamp = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        second = int(record.created)
+        if second != self._second:
+            self._second = second
+            self._stamp = time.strftime(self.default_time_format, self.converter(second))
+        return f"{self._stamp},{int(record.msecs):03d}"
+
+
+class _JSONFormatter(_Formatter):
+    """One JSON object per line, written with orjson (json.dumps is ~10 us slower)."""
 
     def format(self, record: logging.LogRecord) -> str:
         doc = {"timestamp": self.formatTime(record), "severity": record.levelname,
@@ -190,13 +200,6 @@ class _JSONFormatter(logging.Formatter):
         if record.exc_info:
             doc["exception"] = self.formatException(record.exc_info)
         return orjson.dumps(doc, default=str).decode()
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        second = int(record.created)
-        if second != self._second:
-            self._second = second
-            self._stamp = time.strftime(self.default_time_format, self.converter(second))
-        return f"{self._stamp},{int(record.msecs):03d}"
 
 
 def _apply_environment(config: ModelConfig) -> None:
