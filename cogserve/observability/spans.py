@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -32,7 +33,19 @@ def wanted() -> bool:
     if not (exporter or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
             or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
         return False
-    return importlib.util.find_spec("opentelemetry.sdk") is not None
+    needed = ["opentelemetry.sdk"]
+    if exporter in ("", "otlp"):
+        needed.append("opentelemetry.exporter.otlp.proto.http")
+    try:
+        missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    except ModuleNotFoundError:  # a parent package is missing altogether
+        missing = needed
+    if missing:
+        logging.getLogger("cogserve").warning(
+            "OTEL_* variables ask for traces, but %s is not installed (pip install "
+            "'cogserve[otel]'); tracing is off", missing[0])
+        return False
+    return True
 
 
 def active() -> bool:
