@@ -19,20 +19,28 @@ from typing import Any
 import orjson
 
 from cogserve.config import ModelConfig, load_config
+from cogserve.envvars import env_int, env_text
 from cogserve.exceptions import DefinitionError
+from cogserve.protocol import Mode
 
 NO_ENV_HELP = ("run the model with cogserve's own Python, not in an environment built for "
                "cog.yaml's packages (also COGSERVE_NO_ENV=1)")
 
 
 def main(argv: list[str] | None = None) -> None:
+    try:  # the flags' defaults come from the environment: a bad value is refused here
+        port = env_int("PORT", 5000, minimum=0)
+        max_body = env_int("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024, minimum=1)
+    except DefinitionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
     parser = argparse.ArgumentParser(prog="cogserve", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the model over HTTP",
                            formatter_class=_DefaultsShown)
     serve.add_argument("directory", nargs="?", default=".", help="the model folder")
-    serve.add_argument("-p", "--port", type=int, default=int(os.environ.get("PORT", "5000")),
+    serve.add_argument("-p", "--port", type=int, default=port,
                        help="port to listen on ($PORT if set)")
     serve.add_argument("--host", default="0.0.0.0",
                        help="address to listen on (127.0.0.1: this machine only)")
@@ -45,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--await-explicit-shutdown", action="store_true",
                        help="ignore SIGTERM; exit only on POST /shutdown")
     serve.add_argument("--max-body-bytes", type=int,
-                       default=int(os.environ.get("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024)),
+                       default=max_body,
                        help="largest request body accepted ($COGSERVE_MAX_BODY_BYTES if set)")
     serve.add_argument("--no-playground", dest="playground", action="store_false",
                        help="do not serve the browser playground at /docs")
@@ -92,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "serve":
             _serve(args)
         elif args.command in ("predict", "run", "train"):
-            sys.exit(_predict(args, "train" if args.command == "train" else "predict"))
+            sys.exit(_predict(args, Mode.TRAIN if args.command == "train" else Mode.PREDICT))
         elif args.command == "schema":
             _schema(args)
         elif args.command == "env":
@@ -160,8 +168,8 @@ class _DefaultsShown(argparse.HelpFormatter):
 
 
 def _configure_logging() -> None:
-    level = os.environ.get("COG_LOG_LEVEL", "INFO").upper()
-    fmt = os.environ.get("LOG_FORMAT", "json")
+    level = env_text("COG_LOG_LEVEL", "INFO").upper()
+    fmt = env_text("LOG_FORMAT", "json")
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "console":
         handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -208,6 +216,7 @@ def _apply_environment(config: ModelConfig) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    from cogserve import assembly
     from cogserve.envs import model_env
     from cogserve.http import server
     from cogserve.observability import ObservabilityOptions
@@ -215,7 +224,7 @@ def _serve(args: argparse.Namespace) -> None:
 
     config = load_config(args.directory, args.predictor)
     _apply_environment(config)
-    config.ref("predict" if config.predict_ref or not config.train_ref else "train")
+    config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
     settings = Settings.from_env(config, upload_url=args.upload_url)
     settings.model_name = args.model_name
     settings.model_version = args.model_version
@@ -225,10 +234,11 @@ def _serve(args: argparse.Namespace) -> None:
     settings.observability = ObservabilityOptions.from_env(
         metrics=args.metrics, metrics_port=args.metrics_port, host=args.host)
     uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
-        os.environ.get("COG_LOG_LEVEL", "").upper(), "warning")
-    server.run(config, settings, args.host, args.port,
-               await_explicit_shutdown=args.await_explicit_shutdown,
-               max_body=args.max_body_bytes, log_level=uvicorn_level, reload=args.reload)
+        env_text("COG_LOG_LEVEL").upper(), "warning")
+    app, service, stop = assembly.build(config, settings, args.max_body_bytes)
+    server.run(app, service, stop, args.host, args.port,
+               await_explicit_shutdown=args.await_explicit_shutdown, log_level=uvicorn_level,
+               reload=args.reload)
 
 
 def _schema(args: argparse.Namespace) -> None:
@@ -243,10 +253,10 @@ def _schema(args: argparse.Namespace) -> None:
     with _stdout_to_stderr():  # a model that prints while loading must not corrupt the JSON
         model = None
         if config.predict_ref or not config.train_ref:  # else a train-only model
-            model = load_model(config.ref("predict"), config.directory)
+            model = load_model(config.ref(Mode.PREDICT), config.directory)
         train = None
         if config.train_ref:
-            train = load_model(config.train_ref, config.directory, "train").signature
+            train = load_model(config.train_ref, config.directory, Mode.TRAIN).signature
     doc = openapi_document(model.signature if model else None, train,
                            streaming=model.streaming if model else False)
     text = json.dumps(doc, indent=2)
@@ -297,8 +307,8 @@ def _stdout_to_stderr() -> Iterator[None]:
 # ---------------------------------------------------------------- predict / train
 
 
-def _predict(args: argparse.Namespace, mode: str) -> int:
-    if "COG_LOG_LEVEL" not in os.environ:  # every error is printed once, plainly, below
+def _predict(args: argparse.Namespace, mode: Mode) -> int:
+    if not env_text("COG_LOG_LEVEL"):  # every error is printed once, plainly, below
         logging.getLogger("cogserve").setLevel(logging.CRITICAL)
     config = load_config(args.directory, args.predictor)
     _apply_environment(config)
@@ -313,14 +323,16 @@ def _predict(args: argparse.Namespace, mode: str) -> int:
     return asyncio.run(_predict_async(config, args, mode, given))
 
 
-async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: str,
+async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mode,
                          given: dict[str, Any] | None) -> int:
     from cogserve.cli_inputs import InputError
     from cogserve.cli_output import OutputError, Presenter, writable_target
     from cogserve.envs import model_env
     from cogserve.envs.builder import EnvBuildError
     from cogserve.envs.command import to_stderr
+    from cogserve.runtime.errors import Refusal
     from cogserve.runtime.service import Service, Settings, generate_id
+    from cogserve.runtime.states import Health
 
     settings = Settings.from_env(config)
     settings.workers = 1  # one prediction: COGSERVE_WORKERS is for `serve`
@@ -331,16 +343,20 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
         except EnvBuildError as exc:
             print(f"error: could not build the model's environment: {exc}", file=sys.stderr)
             return 1
-    service = Service(config, settings)
+    # setup()'s output is printed as it runs, as `cog` shows it
+    service = Service(config, settings, gate=True, on_setup_log=_to_stderr)
     # Ctrl-C cancels this coroutine before any service.stop() below runs: the worker is
     # killed as the loop closes (supervisor), and its temp folder goes at exit
     atexit.register(shutil.rmtree, service.tmp_root, True)
-    service.gate = True
-    service.on_setup_log = _to_stderr  # setup()'s output as it runs, as `cog` shows it
-    go = asyncio.get_running_loop().create_future()
-    service.on_schema.append(lambda: go.done() or go.set_result(None))
+    go: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def schema_reported() -> None:
+        if not go.done():
+            go.set_result(None)
+
+    service.on_schema.append(schema_reported)
     await service.start()
-    waiter = asyncio.ensure_future(service.ready.wait())
+    waiter: asyncio.Future[Any] = asyncio.ensure_future(service.ready.wait())
     await asyncio.wait([go, waiter], return_when=asyncio.FIRST_COMPLETED)
     if not go.done():
         reason = service.fatal_reason or service.setup["logs"].strip() or "the worker exited"
@@ -354,9 +370,9 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
         for field, msg in service.validate(raw, mode)[:1]:  # what cog's rules leave (URLs)
             raise InputError(f'invalid input "{field}": {msg}')
         # `cog train` has no whole-response form: its --json is only a way to give inputs
-        whole_json = given is not None and mode != "train"
-        explicit = args.output is not None or mode == "train"
-        fallback = "weights" if mode == "train" else "output.json" if whole_json else "output"
+        whole_json = given is not None and mode is not Mode.TRAIN
+        explicit = args.output is not None or mode is Mode.TRAIN
+        fallback = "weights" if mode is Mode.TRAIN else "output.json" if whole_json else "output"
         target = writable_target(args.output, fallback)
     except (InputError, OutputError) as exc:
         await service.stop()
@@ -364,14 +380,19 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
         return 2
     service.go()
     await service.ready.wait()
-    if service.status != "READY":  # its logs were printed as they came
+    if service.status is not Health.READY:  # its logs were printed as they came
         lines = service.setup["logs"].strip().splitlines()
         print(f"error: setup() failed: {lines[-1] if lines else 'the worker exited'}",
               file=sys.stderr)
         await service.stop()
         return 1
-    output_schema = components.get("TrainingOutput" if mode == "train" else "Output", {})
-    prediction = service.create(generate_id(), raw, mode=mode, listeners=[_print_logs])
+    output_schema = components.get("TrainingOutput" if mode is Mode.TRAIN else "Output", {})
+    try:
+        prediction = service.create(generate_id(), raw, mode=mode, listeners=[_print_logs])
+    except Refusal as exc:  # the CLI's one mapping of what the runtime refuses
+        print(f"error: {exc}", file=sys.stderr)
+        await service.stop()
+        return 1
     await prediction.done
     await service.stop()
     presenter = Presenter(output_schema, target, explicit, whole_json)
@@ -383,12 +404,12 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: st
 
 
 def _command_line_inputs(args: argparse.Namespace, given: dict[str, Any] | None,
-                         components: dict[str, Any], mode: str) -> dict[str, Any]:
+                         components: dict[str, Any], mode: Mode) -> dict[str, Any]:
     """`--json` (its `@file` values read as data URLs) and `-i` pairs, checked as `cog`
     checks them; `-i` overrides a `--json` key (cogserve's; `cog` refuses both at once)."""
     from cogserve.cli_inputs import check_inputs, check_names, coerce_inputs, files_to_data_urls
 
-    component = components["TrainingInput" if mode == "train" else "Input"]
+    component = components["TrainingInput" if mode is Mode.TRAIN else "Input"]
     raw: dict[str, Any] = {}
     if given is not None:
         check_names(given, component)  # before any @file is read

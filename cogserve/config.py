@@ -1,7 +1,8 @@
 """Where a model is and how to serve it: cog.yaml, command-line flags and environment.
 
-Everything the parent needs is gathered into one `ModelConfig`, so the rest of the code
-never reads cog.yaml or os.environ itself.
+Everything the parent needs from cog.yaml is gathered into one `ModelConfig`, so the
+rest of the code never reads cog.yaml itself; environment variables are read through
+`cogserve.envvars`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import yaml
 
 from cogserve.exceptions import DefinitionError
+from cogserve.protocol import Mode
 
 
 @dataclass
@@ -34,16 +36,17 @@ class ModelConfig:
             return last.split("@", 1)[0].split(":", 1)[0] or last
         return self.directory.name
 
-    def ref(self, mode: str) -> str:
-        ref = self.train_ref if mode == "train" else self.predict_ref
+    def ref(self, mode: Mode) -> str:
+        train = mode == Mode.TRAIN
+        ref = self.train_ref if train else self.predict_ref
         if not ref:
-            key = "train" if mode == "train" else "run"
+            key = "train" if train else "run"
             hint = ("; it names only `train:`, so use `cogserve train`"
-                    if mode != "train" and self.train_ref else "")
+                    if not train and self.train_ref else "")
             raise DefinitionError(
                 f"{self.directory / 'cog.yaml'}: no `{key}:` entry names the model "
-                f"(e.g. `{key}: \"{'train' if mode == 'train' else 'run'}.py:"
-                f"{'train' if mode == 'train' else 'Runner'}\"`), and no --predictor was given"
+                f"(e.g. `{key}: \"{'train' if train else 'run'}.py:"
+                f"{'train' if train else 'Runner'}\"`), and no --predictor was given"
                 + hint
             )
         return ref
@@ -88,23 +91,3 @@ def load_config(directory: str | os.PathLike[str] | None = None,
     if predictor:
         cfg.predict_ref = predictor
     return cfg
-
-
-def env_float(name: str, default: float | None) -> float | None:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return float(raw.rstrip("s"))
-    except ValueError:
-        raise DefinitionError(f"environment variable {name}={raw!r} is not a number") from None
-
-
-def env_int(name: str, default: int | None) -> int | None:
-    value = env_float(name, None)
-    return default if value is None else int(value)
-
-
-def env_flag(name: str) -> bool:
-    """A yes/no environment variable: 1, true, yes, on (any case) are yes."""
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")

@@ -55,7 +55,8 @@ class SyncChannel:
         body = self._rfile.read(size)
         if len(body) < size:
             return None
-        return jsoncodec.loads(body)
+        message: Message = jsoncodec.loads(body)
+        return message
 
     def watch(self, loop: asyncio.AbstractEventLoop, handle: Callable[[Message], None],
               on_closed: Callable[[], None]) -> None:

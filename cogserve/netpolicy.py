@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import os
 import socket
+
+from cogserve.envvars import env_text
 
 
 class URLPolicy(enum.Enum):
@@ -29,7 +30,7 @@ class URLPolicy(enum.Enum):
 
     @classmethod
     def from_env(cls) -> URLPolicy:
-        raw = os.environ.get("COGSERVE_URL_POLICY", "").strip().lower() or cls.ANY.value
+        raw = env_text("COGSERVE_URL_POLICY", cls.ANY.value).lower()
         try:
             return cls(raw)
         except ValueError:

@@ -58,8 +58,8 @@ class TypeSpec:
         if self.kind == "union":
             return " | ".join(m.describe() for m in self.members)
         if self.kind == "object" and self.model is not None:
-            return self.model.__name__
-        return self.kind
+            return str(self.model.__name__)
+        return str(self.kind)
 
 
 @dataclass
@@ -285,7 +285,7 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
 def check_default(spec: InputSpec) -> str | None:
     """Why a default breaks its own declaration, or None."""
     from cogserve.schema import input_property
-    from cogserve.validation import compile_property  # one rule set for defaults and requests
+    from cogserve.validation import Errors, compile_property  # one rule set for both
 
     value = spec.info.default
     if isinstance(value, Secret):
@@ -297,7 +297,7 @@ def check_default(spec: InputSpec) -> str | None:
     elif isinstance(value, tuple):
         value = list(value)
     check = compile_property(spec.name, input_property(spec, with_default=False), {})
-    errors: list[tuple[str, str]] = []
+    errors: Errors = []
     check(value, errors)
     if errors:
         return errors[0][1]
@@ -382,7 +382,7 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
             fields = tuple(
                 (fname, _value_type(hints.get(fname, typing.Any), where),
                  finfo.is_required() and not _is_optional(hints.get(fname)))
-                for fname, finfo in tp.model_fields.items()
+                for fname, finfo in getattr(tp, "model_fields", {}).items()
             )
             return TypeSpec("object", fields=fields, model=tp)
     raise where.error(

@@ -12,11 +12,45 @@ import re
 import reprlib
 import string
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 import orjson
 
-Errors = list[tuple[str, str]]
+
+class ErrorKind(StrEnum):
+    """What is wrong with a field, so front ends and the CLI need not read the message."""
+
+    MISSING = "missing"  # a required input is absent
+    UNEXPECTED = "unexpected"  # the model has no input of that name
+    INVALID = "invalid"  # the value breaks the input's type or constraints
+
+
+class FieldError(tuple[str, str]):
+    """One failing field: the (field, message) pair the reference lists, and its kind.
+
+    A pair, so callers read it as `for field, message in errors`; `kind` rides along.
+    `field` is dotted for nested places (`words.2`), "" for the input as a whole.
+    """
+
+    kind: ErrorKind
+
+    def __new__(cls, field: str, message: str,
+                kind: ErrorKind = ErrorKind.INVALID) -> FieldError:
+        self = super().__new__(cls, (field, message))
+        self.kind = kind
+        return self
+
+    @property
+    def field(self) -> str:
+        return self[0]
+
+    @property
+    def message(self) -> str:
+        return self[1]
+
+
+Errors = list[FieldError]
 Check = Callable[[Any, Errors], None]
 
 _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
@@ -80,8 +114,8 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                 member(value, trial)
                 if not trial:
                     return
-            errors.append((name, f"{show(value)} is not valid under any of the schemas "
-                                 "listed in the 'anyOf' keyword"))
+            errors.append(FieldError(name, f"{show(value)} is not valid under any of the "
+                                     "schemas listed in the 'anyOf' keyword"))
 
         checks.append(any_of)
 
@@ -94,12 +128,12 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
             if test(value):
                 if jtype == "integer" and type(value) is float and not _INT_RANGE_F[0] <= \
                         value < _INT_RANGE_F[1]:
-                    errors.append((name, f"{show(value)} is outside the 64-bit integer range "
-                                         "(larger integers lose their exact value in JSON "
-                                         "parsing)"))
+                    errors.append(FieldError(
+                        name, f"{show(value)} is outside the 64-bit integer range (larger "
+                              "integers lose their exact value in JSON parsing)"))
                     return False
                 return True
-            errors.append((name, f"{show(value)} {message_type}"))
+            errors.append(FieldError(name, f"{show(value)} {message_type}"))
             return False
     else:
         type_check = None  # type: ignore[assignment]
@@ -111,7 +145,7 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
 
         def enum_check(value: Any, errors: Errors) -> None:
             if (type(value), value) not in allowed_set:
-                errors.append((name, f"{show(value)} is not one of [{shown}]"))
+                errors.append(FieldError(name, f"{show(value)} is not one of [{shown}]"))
 
         checks.append(enum_check)
     if "minimum" in prop:
@@ -119,7 +153,8 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
 
         def min_check(value: Any, errors: Errors) -> None:
             if value < lo:
-                errors.append((name, f"{show(value)} is less than the minimum of {show(lo)}"))
+                errors.append(FieldError(
+                    name, f"{show(value)} is less than the minimum of {show(lo)}"))
 
         checks.append(min_check)
     if "maximum" in prop:
@@ -127,8 +162,8 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
 
         def max_check(value: Any, errors: Errors) -> None:
             if value > hi:
-                errors.append(
-                    (name, f"{show(value)} is greater than the maximum of {show(hi)}")
+                errors.append(FieldError(
+                    name, f"{show(value)} is greater than the maximum of {show(hi)}")
                 )
 
         checks.append(max_check)
@@ -146,7 +181,7 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
 
         def pattern_check(value: Any, errors: Errors) -> None:
             if not pattern.search(value):
-                errors.append((name, f"{show(value)} does not match {show(raw)}"))
+                errors.append(FieldError(name, f"{show(value)} does not match {show(raw)}"))
 
         checks.append(pattern_check)
     if jtype == "array" and prop.get("items"):
@@ -157,7 +192,7 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                 before = len(errors)
                 item_check(item, errors)
                 for i in range(before, len(errors)):
-                    errors[i] = (f"{name}.{index}", errors[i][1])
+                    errors[i] = FieldError(f"{name}.{index}", errors[i].message, errors[i].kind)
 
         checks.append(items_check)
     if jtype == "string" and prop.get("format") == "uri":
@@ -202,7 +237,7 @@ def _tensor_check(name: str) -> Check:
     def check(value: Any, errors: Errors) -> None:
         if type(value) is list:
             return
-        errors.append((name, f"{show(value)} is not of type \"array\""))
+        errors.append(FieldError(name, f"{show(value)} is not of type \"array\""))
 
     return check
 
@@ -211,7 +246,7 @@ def _length_check(name: str, limit: int, word: str, cmp: Callable[[int, int], bo
                   key: str) -> Check:
     def check(value: Any, errors: Errors) -> None:
         if cmp(len(value), limit):
-            errors.append((name, f"{show(value)} {word.format(limit)}"))
+            errors.append(FieldError(name, f"{show(value)} {word.format(limit)}"))
 
     return check
 
@@ -225,14 +260,14 @@ _BASE64_ALPHABET = (string.ascii_letters + string.digits + "+/").encode()
 def _uri_check(name: str) -> Check:
     def check(value: str, errors: Errors) -> None:
         if not value.startswith(_URL_SCHEMES):
-            errors.append(
-                (name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
+            errors.append(FieldError(
+                name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
                        "data: URLs")
             )
         elif value.startswith("data:"):
             problem = _data_url_problem(value)
             if problem:
-                errors.append((name, f"malformed data URL: {problem}"))
+                errors.append(FieldError(name, f"malformed data URL: {problem}"))
 
     return check
 
@@ -280,22 +315,22 @@ class InputValidator:
     def validate(self, value: Any) -> Errors:
         """Every problem with `value`, as (field, message); empty when it is valid."""
         if type(value) is not dict:
-            return [("", f"{show(value)} is not of type \"object\"")]
+            return [FieldError("", f"{show(value)} is not of type \"object\"")]
         errors: Errors = []
         checks = self._checks
         for key, item in value.items():
             check = checks.get(key)
             if check is None:
-                errors.append(
-                    (key, f"Additional properties are not allowed ({key!r} was unexpected)")
-                )
+                errors.append(FieldError(
+                    key, f"Additional properties are not allowed ({key!r} was unexpected)",
+                    ErrorKind.UNEXPECTED))
             else:
                 check(item, errors)
         if len(errors) > 1:  # the reference's order: by field, then missing ones
             errors.sort(key=lambda e: e[0])
         for key in self.required:
             if key not in value:
-                errors.append((key, "Field required"))
+                errors.append(FieldError(key, "Field required", ErrorKind.MISSING))
         return errors
 
     def redact(self, value: dict[str, Any]) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def test_without_otel_variables_nothing_of_opentelemetry_is_imported(tmp_path: P
     script = (
         "import sys\n"
         "from cogserve.config import load_config\n"
-        "from cogserve.http.server import build\n"
+        "from cogserve.assembly import build\n"
         "from cogserve.runtime.service import Settings\n"
         f"config = load_config({str(model)!r})\n"
         "app, service, _ = build(config, Settings.from_env(config))\n"

@@ -78,7 +78,7 @@ class URLPath(pathlib.PosixPath):
     """A Path standing for a URL: `convert()` fetches it to a local temporary file."""
 
     def __new__(cls, *, source: str, filename: str, fileobj: io.IOBase) -> URLPath:
-        return super().__new__(cls, filename)  # type: ignore[call-arg]
+        return super().__new__(cls, filename)
 
     def __init__(self, *, source: str, filename: str, fileobj: io.IOBase) -> None:
         if sys.version_info >= (3, 12):

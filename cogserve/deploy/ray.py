@@ -20,6 +20,7 @@ from typing import Any
 
 from cogserve.config import load_config
 from cogserve.exceptions import DefinitionError
+from cogserve.protocol import Mode
 
 APP_NAME = "cogserve"
 START_ATTEMPTS = 3
@@ -92,7 +93,7 @@ def run(options: Options) -> None:
     from cogserve.deploy.ray_app import CogserveReplica
 
     config = load_config(options.directory, options.predictor)
-    config.ref("predict" if config.predict_ref or not config.train_ref else "train")
+    config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
     slots = int(os.environ.get("COG_MAX_CONCURRENCY") or config.concurrency or 1)
     if options.address:
         ray.init(address=options.address, include_dashboard=False)

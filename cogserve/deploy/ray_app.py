@@ -33,7 +33,7 @@ def _request_path(pending: PendingRequest | None) -> str | None:
     return scope.get("path") if isinstance(scope, dict) else None
 
 
-class PredictionRouter(RequestRouter):
+class PredictionRouter(RequestRouter):  # type: ignore[misc]  # ray is untyped
     """Ray Serve request router: by prediction id where the path names one (see
     `ray_routing`), else the less loaded of two random replicas."""
 
@@ -90,12 +90,12 @@ class ReplicaFailed(RuntimeError):
 class CogserveReplica:
     """One Ray Serve replica: a cogserve Service and its worker, behind cogserve's app."""
 
-    async def __init__(self, directory: str, predictor: str | None,
-                       model_name: str | None) -> None:
+    async def __init__(self, directory: str, predictor: str | None,  # type: ignore[misc]
+                       model_name: str | None) -> None:  # Ray Serve awaits an async init
+        from cogserve import assembly
         from cogserve.cli import _apply_environment
         from cogserve.config import load_config
         from cogserve.envs import model_env
-        from cogserve.http import server
         from cogserve.runtime.service import Settings
 
         config = load_config(directory, predictor)
@@ -107,7 +107,7 @@ class CogserveReplica:
         # predictions beyond the slots wait in the replica's queue instead of 409: Ray sends
         # a replica at most slots + QUEUE_HEADROOM requests, so the queue never overflows
         settings.queue_size = settings.queue_size or QUEUE_HEADROOM
-        app, self.service, _ = server.build(config, settings)
+        app, self.service, _ = assembly.build(config, settings)
         await self.service.start()
         await self.service.ready.wait()
         if self.service.status != "READY":

@@ -18,7 +18,7 @@ from cogserve.envs.model_env import ModelEnvironment, build_spec
 from cogserve.envs.store import EnvStore
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env = sub.add_parser(
         "env", help="build the model's Python environment and print its path",
         description="Build the virtual environment for the packages the model's cog.yaml "

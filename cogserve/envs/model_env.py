@@ -14,10 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cogserve.config import ModelConfig, env_flag
+from cogserve.config import ModelConfig
 from cogserve.envs import selfwheel, system
 from cogserve.envs.spec import BuildSpec, parse_build
 from cogserve.envs.store import MARKER, EnvStore
+from cogserve.envvars import env_flag
 
 log = logging.getLogger("cogserve")
 

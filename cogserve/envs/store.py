@@ -132,7 +132,7 @@ class EnvStore:
 
     def remove_stale_builds(self) -> list[pathlib.Path]:
         """Builds whose process is gone and removals that were interrupted."""
-        removed = []
+        removed: list[pathlib.Path] = []
         if not self.root.is_dir():
             return removed
         for entry in self.root.iterdir():
@@ -143,7 +143,7 @@ class EnvStore:
         return removed
 
     def environments(self) -> list[StoredEnv]:
-        found = []
+        found: list[StoredEnv] = []
         if not self.root.is_dir():
             return found
         for entry in sorted(self.root.iterdir()):

@@ -1,1 +1,1 @@
-"""The HTTP front ends: an ASGI app with Cog's routes, plus registered extensions (V2, SSE)."""
+"""The HTTP front ends: the ASGI app (a router) with Cog's routes, SSE, the playground."""

@@ -2,31 +2,43 @@
 
 A plain ASGI callable rather than a framework: there are a dozen routes, and the
 prediction round trip is the hot path, so each request costs one dict lookup (or a
-prefix split for routes with an id) before its handler runs.
+prefix split for routes with an id) before its handler runs. Everything it routes to
+is passed in (`cogserve.assembly.build_app` assembles it); nothing is attached
+afterwards.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from cogserve.http.cog_routes import CogRoutes
-from cogserve.http.responses import HTTPError, send_json
+from cogserve.http.asgi import ASGIApp, Receive, Scope, Send
+from cogserve.http.cog_routes import CogRoutes, refusal_response
+from cogserve.http.responses import HTTPError, RequestError, send_json
+from cogserve.protocol import Mode
+from cogserve.runtime.errors import Refusal
 from cogserve.runtime.service import Service
 
 log = logging.getLogger("cogserve")
 
-Handler = Callable[..., Awaitable[None]]
+Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+ItemHandler = Callable[[Scope, Receive, Send, str, str], Awaitable[None]]
+Guard = Callable[[Scope], None]  # raises HTTPError for a request it refuses
 # route templates of the id routes, for `App.route_of`
 _ITEM_TEMPLATES = {"/predictions/": "{prediction_id}", "/trainings/": "{training_id}"}
 
 
 class App:
-    def __init__(self, service: Service, *, max_body: int, on_shutdown: Any) -> None:
+    def __init__(self, service: Service, cog: CogRoutes, *,
+                 routes: dict[str, dict[str, Handler]] | None = None,
+                 prefixed: Sequence[tuple[str, ItemHandler]] = (),
+                 mounts: Sequence[tuple[str, ASGIApp]] = (),
+                 guard: Guard | None = None) -> None:
+        """`routes` add to (or replace) the exact routes, `prefixed` add routes by path
+        prefix, `mounts` are other front ends under a prefix; `guard` sees every request."""
         self.service = service
-        self.cog = CogRoutes(service, max_body, on_shutdown)
-        cog = self.cog
+        self.cog = cog
         self.exact: dict[str, dict[str, Handler]] = {
             "/": {"GET": cog.root},
             "/health-check": {"GET": cog.health_check},
@@ -34,39 +46,47 @@ class App:
             "/predictions": {"POST": cog.create},
             "/shutdown": {"POST": cog.shutdown},
         }
-        self.prefixed: list[tuple[str, Any]] = [("/predictions/", self._prediction_item)]
+        self.prefixed: list[tuple[str, ItemHandler]] = [
+            ("/predictions/", self._prediction_item)]
         if not service.config.predict_ref:  # train-only: say so, rather than a bare 404
             self.exact["/predictions"] = {"POST": self._no_predictor}
             self.prefixed = [("/predictions/", self._no_predictor)]
         if service.config.train_ref:
             self.exact["/trainings"] = {"POST": self._create_training}
             self.prefixed.append(("/trainings/", self._training_item))
-        # extra front ends (the V2 protocol) register a path prefix and an ASGI callable
-        self.mounts: list[tuple[str, Any]] = []
+        self.exact.update(routes or {})
+        self.prefixed.extend(prefixed)
+        # extra front ends (the V2 protocol): a path prefix and an ASGI callable
+        self.mounts = tuple(mounts)
         # access control (http/security.py): raises HTTPError for a refused request
-        self.guard: Callable[[dict[str, Any]], None] | None = None
+        self.guard = guard
         # what answers a request: `respond`, or an observer wrapped around it (metrics,
         # access logs, traces: `observability/requests.py`)
         self.handle: Handler = self.respond
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 await self._lifespan(receive, send)
             return
         await self.handle(scope, receive, send)
 
-    async def respond(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def respond(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Route one HTTP request; refusals and unexpected errors become JSON answers."""
         try:
             await self._dispatch(scope, receive, send)
         except HTTPError as exc:
             await send_json(send, exc.status, exc.body, exc.headers)
+        except RequestError as exc:
+            await send_json(send, exc.status, {"error": exc.message})
+        except Refusal as exc:  # mounted front ends map their own; this is Cog's routes
+            answer = refusal_response(exc)
+            await send_json(send, answer.status, answer.body, answer.headers)
         except Exception:
             log.exception("unhandled error in %s %s", scope["method"], scope["path"])
             await send_json(send, 500, {"error": "Internal server error"})
 
-    async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.guard is not None:
             self.guard(scope)
         path: str = scope["path"]
@@ -82,9 +102,9 @@ class App:
                     raise _not_allowed(routes)
             await handler(scope, receive, send)
             return
-        for prefix, handler in self.prefixed:
+        for prefix, item_handler in self.prefixed:
             if path.startswith(prefix):
-                await handler(scope, receive, send, path[len(prefix):], method)
+                await item_handler(scope, receive, send, path[len(prefix):], method)
                 return
         for prefix, mounted in self.mounts:
             if path == prefix or path.startswith(prefix + "/"):
@@ -112,8 +132,8 @@ class App:
                 return route_of(path) if route_of is not None else prefix
         return "other"
 
-    async def _prediction_item(self, scope: dict[str, Any], receive: Any, send: Any,
-                               rest: str, method: str, mode: str = "predict") -> None:
+    async def _prediction_item(self, scope: Scope, receive: Receive, send: Send,
+                               rest: str, method: str, mode: Mode = Mode.PREDICT) -> None:
         ident, _, action = rest.partition("/")
         if not ident:
             raise HTTPError(404, {"error": "Not Found"})
@@ -131,19 +151,19 @@ class App:
         else:
             raise HTTPError(404, {"error": "Not Found"})
 
-    async def _training_item(self, scope: dict[str, Any], receive: Any, send: Any,
+    async def _training_item(self, scope: Scope, receive: Receive, send: Send,
                              rest: str, method: str) -> None:
-        await self._prediction_item(scope, receive, send, rest, method, mode="train")
+        await self._prediction_item(scope, receive, send, rest, method, mode=Mode.TRAIN)
 
-    async def _create_training(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        await self.cog.create(scope, receive, send, mode="train")
+    async def _create_training(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.cog.create(scope, receive, send, mode=Mode.TRAIN)
 
     async def _no_predictor(self, *_: Any) -> None:
         raise HTTPError(404, {"error": "This model has no predictor: its cog.yaml names only "
                                        "`train:`, not `run:`/`predict:`. Use POST /trainings.",
                               "status": "failed"})
 
-    async def _lifespan(self, receive: Any, send: Any) -> None:
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":

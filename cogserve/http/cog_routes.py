@@ -3,7 +3,9 @@ and GET /predictions/{id} (an addition: the state of a running or recent predict
 
 Each handler parses and checks the request, then asks the `Service` to act. The
 order of refusals follows the reference: 503 while not ready, 422 for bad input
-(before any slot is taken), 409 when every slot is busy.
+(before any slot is taken), 409 when every slot is busy. What the runtime refuses
+arrives as a `Refusal`; `refusal_response` is the one place it becomes Cog's answer
+(the app calls it for every route of this front end).
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import cogserve
+from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
+from cogserve.http.disconnect import wait_or_cancel
 from cogserve.http.responses import (
     PREDICTION_KEY,
     HTTPError,
@@ -24,31 +29,63 @@ from cogserve.http.responses import (
     read_body,
     send_json,
 )
-from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.service import Service, ServiceError, generate_id
+from cogserve.protocol import Mode
+from cogserve.runtime.errors import (
+    AlreadyRunning,
+    AtCapacity,
+    InputNotSendable,
+    NotReady,
+    QueueFull,
+    Refusal,
+    UnknownPrediction,
+)
+from cogserve.runtime.prediction import Listener, Prediction
+from cogserve.runtime.service import Service, generate_id
+from cogserve.runtime.states import WebhookEvent
 from cogserve.runtime.store import Finished
+from cogserve.validation import ErrorKind, FieldError
 from cogserve.validation import show as _show
 
 CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
 EARLY_CHECK_BYTES = 1024 * 1024  # bodies larger than this are checked for a slot first
-DISCONNECT_WATCH_DELAY = 0.005  # seconds a sync prediction runs before its client is watched
-WEBHOOK_EVENTS = frozenset({"start", "output", "logs", "completed"})
+# hooks that the webhook and SSE features fill in (see `cogserve.assembly`)
+WebhookListenerFactory = Callable[[str, frozenset[WebhookEvent] | None], Listener]
+SSEHandler = Callable[[Scope, Receive, Send, Prediction, bool], Awaitable[None]]
+_EVENT_NAMES = frozenset(WebhookEvent)  # `in WebhookEvent` raises for a str on 3.11
 _ID = re.compile(r"^[^/]{1,256}$")
 _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 
 
+def refusal_response(exc: Refusal) -> HTTPError:
+    """The runtime's refusal as Cog's routes answer it (status and body)."""
+    if isinstance(exc, NotReady):
+        return HTTPError(503, {"error": str(exc), "status": "failed"})
+    if isinstance(exc, AtCapacity | AlreadyRunning):
+        return HTTPError(409, {"error": str(exc), "status": "failed"})
+    if isinstance(exc, QueueFull):
+        return HTTPError(429, {"error": str(exc), "status": "failed"},
+                         [(b"retry-after", str(exc.retry_after).encode())])
+    if isinstance(exc, InputNotSendable):
+        return HTTPError(422, {"detail": [{"loc": ["body", "input"], "type": "value_error",
+                                           "msg": str(exc)}]})
+    if isinstance(exc, UnknownPrediction):
+        return HTTPError(404, {"error": str(exc)})
+    return HTTPError(400, {"error": str(exc), "status": "failed"})
+
+
 class CogRoutes:
-    def __init__(self, service: Service, max_body: int, on_shutdown: Any) -> None:
+    def __init__(self, service: Service, max_body: int, on_shutdown: Callable[[], None],
+                 *, webhook_listener: WebhookListenerFactory | None = None,
+                 sse_handler: SSEHandler | None = None) -> None:
         self.service = service
         self.max_body = max_body
         self.on_shutdown = on_shutdown
-        # hooks filled by the streaming and webhook modules
-        self.webhook_listener: Any = None
-        self.sse_handler: Any = None
+        self.webhook_listener = webhook_listener
+        self.sse_handler = sse_handler
 
     # ------------------------------------------------------------ info endpoints
 
-    async def root(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def root(self, scope: Scope, receive: Receive, send: Send) -> None:
         doc = {
             "cog_version": cogserve.__version__,
             "docs_url": "/docs",
@@ -68,27 +105,27 @@ class CogRoutes:
             doc["trainings_cancel_url"] = "/trainings/{training_id}/cancel"
         await send_json(send, 200, doc)
 
-    async def health_check(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def health_check(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send_json(send, 200, await self.service.health_document())
 
-    async def openapi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def openapi(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.service.schema is None:
             reason = self.service.fatal_reason or "the model is still loading"
             raise HTTPError(503, {"error": f"OpenAPI schema not available: {reason}"})
         await send_json(send, 200, self.service.schema)
 
-    async def shutdown(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def shutdown(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send_json(send, 200, {})
         self.on_shutdown()
 
     # ------------------------------------------------------------ predictions
 
-    async def create(self, scope: dict[str, Any], receive: Any, send: Any,
-                     path_id: str | None = None, mode: str = "predict") -> None:
+    async def create(self, scope: Scope, receive: Receive, send: Send,
+                     path_id: str | None = None, mode: Mode = Mode.PREDICT) -> None:
         service = self.service
         wants_sse = "text/event-stream" in (header(scope, b"accept") or "")
         if wants_sse:
-            if mode == "train":
+            if mode is Mode.TRAIN:
                 raise HTTPError(406, {"error": "Training endpoints do not support streaming "
                                                "responses."})
             if not service.streaming and service.schema is not None:
@@ -130,10 +167,7 @@ class CogRoutes:
             prediction_id = body_id
         prediction_id = prediction_id or generate_id(self.service.settings.id_prefix)
 
-        try:
-            service.check_accepting()
-        except ServiceError as exc:
-            raise HTTPError(exc.status, exc.body, exc.headers) from None
+        service.check_accepting()
         raw_input = body.get("input", {})
         if raw_input is None:
             raw_input = {}
@@ -142,36 +176,33 @@ class CogRoutes:
         prefix = body.get("output_file_prefix")
         if prefix is not None and not (isinstance(prefix, str) and
                                        prefix.startswith(("http://", "https://"))):
-            errors.append(("output_file_prefix", "must be an http:// or https:// URL"))
+            errors.append(FieldError("output_file_prefix", "must be an http:// or https:// URL"))
         model_context = body.get("context")
         if model_context is not None and not _is_string_map(model_context):
-            errors.append(("context", "must be an object whose keys and values are strings"))
+            errors.append(FieldError("context", "must be an object whose keys and values are "
+                                     "strings"))
         if errors:
             raise HTTPError(422, {"detail": [
-                {"loc": _loc(field, service.validators[mode].properties), "msg": msg,
-                 "type": "value_error.missing" if msg == "Field required" else "value_error"}
-                for field, msg in errors
+                {"loc": _loc(e.field, service.validators[mode].properties), "msg": e.message,
+                 "type": "value_error.missing" if e.kind is ErrorKind.MISSING else "value_error"}
+                for e in errors
             ]})
-        listeners = []
+        listeners: list[Listener] = []
         if webhook and self.webhook_listener is not None:
             listeners.append(self.webhook_listener(webhook, events))
         context = {k: v for k in ("traceparent", "tracestate")
                    if (v := header(scope, k.encode())) is not None}
-        try:
-            prediction = service.create(
-                prediction_id, raw_input, mode=mode, webhook=webhook,
-                webhook_events_filter=events, output_file_prefix=prefix,
-                context=context, listeners=listeners, remember=True,
-                model_context=model_context,
-                timeout=request_timeout(scope),
-            )
-        except ServiceError as exc:
-            raise HTTPError(exc.status, exc.body, exc.headers) from None
+        prediction = service.create(
+            prediction_id, raw_input, mode=mode, webhook=webhook,
+            webhook_events_filter=events, output_file_prefix=prefix,
+            context=context, listeners=listeners, remember=True,
+            model_context=model_context, timeout=request_timeout(scope),
+        )
         scope[PREDICTION_KEY] = prediction
         await self._respond(scope, receive, send, prediction, respond_async, wants_sse,
                             created=True)
 
-    async def _respond(self, scope: dict[str, Any], receive: Any, send: Any,
+    async def _respond(self, scope: Scope, receive: Receive, send: Send,
                        prediction: Prediction, respond_async: bool, wants_sse: bool,
                        created: bool) -> None:
         if wants_sse and self.sse_handler is not None:
@@ -180,16 +211,14 @@ class CogRoutes:
         if respond_async:
             await send_json(send, 202, prediction.to_dict())
             return
-        if not await _wait_or_disconnect(prediction, receive):
-            if created:
-                self.service.cancel(prediction.id)
+        if not await wait_or_cancel(self.service, prediction, receive, cancel=created):
             return
         # the store encoded the final object already: send those bytes, not a second dump
         finished = self.service.recent.get(prediction.id, prediction.kind)
         await send_json(send, 200, finished.body if finished is not None else prediction.to_dict())
 
-    async def cancel(self, scope: dict[str, Any], receive: Any, send: Any,
-                     prediction_id: str, mode: str = "predict") -> None:
+    async def cancel(self, scope: Scope, receive: Receive, send: Send,
+                     prediction_id: str, mode: Mode = Mode.PREDICT) -> None:
         """200 for a running id (every time) and for a recently finished one (a no-op).
 
         The answer waits until the prediction has ended and carries its final state, so
@@ -201,7 +230,8 @@ class CogRoutes:
         kind = _kind(mode)
         running = self.service.predictions.get(prediction_id)
         scope[PREDICTION_KEY] = running
-        if self.service.cancel(prediction_id) and running is not None:
+        if running is not None:
+            self.service.cancel(prediction_id)
             bound = self.service.settings.cancel_timeout + CANCEL_SETTLE_MARGIN
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(running.done), bound)
@@ -214,8 +244,8 @@ class CogRoutes:
             raise HTTPError(404, {"error": f"No {kind} with id {prediction_id!r} is "
                                            "running or recently finished"})
 
-    async def get(self, scope: dict[str, Any], receive: Any, send: Any,
-                  prediction_id: str, mode: str = "predict") -> None:
+    async def get(self, scope: Scope, receive: Receive, send: Send,
+                  prediction_id: str, mode: Mode = Mode.PREDICT) -> None:
         """`GET /predictions/{id}`: the current state, running or recently finished.
 
         Not in Cog's API: an addition for clients that poll instead of taking a webhook.
@@ -238,11 +268,11 @@ class CogRoutes:
                                        "recently finished"})
 
 
-def _kind(mode: str) -> str:
-    return "training" if mode == "train" else "prediction"
+def _kind(mode: Mode) -> str:
+    return "training" if mode is Mode.TRAIN else "prediction"
 
 
-async def _respond_finished(send: Any, finished: Finished, respond_async: bool,
+async def _respond_finished(send: Send, finished: Finished, respond_async: bool,
                             wants_sse: bool) -> None:
     if wants_sse:
         from cogserve.http.sse import replay_finished
@@ -252,58 +282,14 @@ async def _respond_finished(send: Any, finished: Finished, respond_async: bool,
         await send_json(send, 202 if respond_async else 200, finished.body)
 
 
-def _refuse_large_body_early(service: Service, scope: dict[str, Any]) -> None:
+def _refuse_large_body_early(service: Service, scope: Scope) -> None:
     """A body over EARLY_CHECK_BYTES that would be refused for want of a slot (or while
     the server is not ready) is refused before it is read, not after."""
     length = header(scope, b"content-length")
     if length is None or not length.isdigit() or int(length) <= EARLY_CHECK_BYTES:
         return
-    try:
-        service.check_accepting()
-        service.check_capacity()
-    except ServiceError as exc:
-        raise HTTPError(exc.status, exc.body, exc.headers) from None
-
-
-async def _wait_or_disconnect(prediction: Prediction, receive: Any) -> bool:
-    """Wait for the prediction; False if the client went away first.
-
-    Noticing a disconnect needs a task blocked in receive(). Most predictions finish in
-    well under DISCONNECT_WATCH_DELAY, so that task is only created for the ones that
-    are still running by then: a client that leaves earlier is noticed at that point.
-    """
-    done = prediction.done
-    if done.done():
-        return True
-    loop = asyncio.get_running_loop()
-    outcome: asyncio.Future[bool] = loop.create_future()
-    listener: asyncio.Future[Any] | None = None
-
-    def finished(_: Any) -> None:
-        if not outcome.done():
-            outcome.set_result(True)
-
-    def on_message(task: asyncio.Future[Any]) -> None:
-        if task.cancelled() or task.exception() is not None or outcome.done():
-            return
-        if task.result().get("type") == "http.disconnect":
-            outcome.set_result(False)
-
-    def watch() -> None:
-        nonlocal listener
-        if not outcome.done():
-            listener = asyncio.ensure_future(receive())
-            listener.add_done_callback(on_message)
-
-    done.add_done_callback(finished)
-    timer = loop.call_later(DISCONNECT_WATCH_DELAY, watch)
-    try:
-        return await outcome
-    finally:
-        timer.cancel()
-        done.remove_done_callback(finished)
-        if listener is not None and not listener.done():
-            listener.cancel()
+    service.check_accepting()
+    service.check_capacity()
 
 
 def _is_http_url(value: Any) -> bool:
@@ -318,25 +304,25 @@ def _is_http_url(value: Any) -> bool:
         return False
 
 
-def _webhook_fields(body: dict[str, Any], errors: list[tuple[str, str]]
-                    ) -> tuple[str | None, frozenset[str] | None, list[tuple[str, str]]]:
+def _webhook_fields(body: dict[str, Any], errors: list[FieldError]
+                    ) -> tuple[str | None, frozenset[WebhookEvent] | None, list[FieldError]]:
     webhook = body.get("webhook")
     events = body.get("webhook_events_filter")
     if webhook is not None and not _is_http_url(webhook):
-        errors.append(("webhook", f"{webhook!r} is not an http:// or https:// URL"))
+        errors.append(FieldError("webhook", f"{webhook!r} is not an http:// or https:// URL"))
         webhook = None
-    chosen: frozenset[str] | None = None
+    chosen: frozenset[WebhookEvent] | None = None
     if events is not None:
         if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
-            errors.append(("webhook_events_filter", "must be a list of event names"))
+            errors.append(FieldError("webhook_events_filter", "must be a list of event names"))
         else:
-            unknown = [e for e in events if e not in WEBHOOK_EVENTS]
+            unknown = [e for e in events if e not in _EVENT_NAMES]
             if unknown:
-                errors.append(("webhook_events_filter",
-                               f"unknown event {unknown[0]!r}; choose from start, output, "
-                               "logs, completed"))
+                errors.append(FieldError(
+                    "webhook_events_filter", f"unknown event {unknown[0]!r}; choose from "
+                    f"{', '.join(WebhookEvent)}"))
             else:
-                chosen = frozenset(events)
+                chosen = frozenset(WebhookEvent(e) for e in events)
     return webhook, chosen, errors
 
 

@@ -10,14 +10,14 @@ set, caps it: a request can shorten the operator's limit, never extend it.
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from cogserve.http.asgi import Scope
 from cogserve.http.responses import HTTPError, header
 
 HEADER = b"x-prediction-timeout"
 
 
-def request_timeout(scope: dict[str, Any]) -> float | None:
+def request_timeout(scope: Scope) -> float | None:
     """Seconds from the header, None without one, 400 for anything but a positive number."""
     raw = header(scope, HEADER)
     if raw is None:

@@ -11,11 +11,14 @@ when the app is built; `--no-playground` leaves the routes out.
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cogserve.http.responses import HTTPError
+
+if TYPE_CHECKING:
+    from cogserve.runtime.service import Service
 
 ASSET_PREFIX = "/docs/"
 PAGES = ("/docs", "/playground")
@@ -50,8 +53,9 @@ def _suffix(name: str) -> str:
 class Playground:
     """The page, its static files and `/docs/playground.json` (what the schema lacks)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, service: Service, max_body: int) -> None:
+        self.service = service
+        self.max_body = max_body
         self.assets = load_assets()
 
     async def page(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -76,13 +80,10 @@ class Playground:
 
     def settings(self) -> dict[str, Any]:
         """Facts about the server that /openapi.json does not carry."""
-        from cogserve.v2.routes import model_name
-
-        service = self.app.service
         return {
-            "model_name": model_name(service),
-            "model_version": service.settings.model_version,
-            "max_body_bytes": self.app.cog.max_body,
+            "model_name": self.service.model_name,
+            "model_version": self.service.settings.model_version,
+            "max_body_bytes": self.max_body,
         }
 
 
@@ -99,11 +100,7 @@ async def _send(send: Any, name: str, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def install(app: Any) -> None:
-    """Register the page under /docs and /playground, and its files under /docs/."""
-    playground = Playground(app)
-    for path in PAGES:
-        app.exact[path] = {"GET": playground.page}
-    app.prefixed.append((ASSET_PREFIX, playground.asset))
-    if app.guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
-        app.guard.allow(*PAGES, *(ASSET_PREFIX + name for name in playground.assets))
+def routes(playground: Playground) -> tuple[dict[str, dict[str, Any]], tuple[str, Any]]:
+    """The page under /docs and /playground, and its files under /docs/."""
+    return ({path: {"GET": playground.page} for path in PAGES},
+            (ASSET_PREFIX, playground.asset))

@@ -24,7 +24,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from cogserve.config import env_float, env_int
+from cogserve.envvars import env_float, env_int
 
 
 @dataclass(frozen=True)

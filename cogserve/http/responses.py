@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from cogserve import jsoncodec
+from cogserve.http.asgi import Receive, Scope, Send
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # the scope key under which a route leaves the prediction a request made or named, for
@@ -24,7 +25,20 @@ class HTTPError(Exception):
         self.headers = headers or []
 
 
-async def send_json(send: Any, status: int, body: Any,
+class RequestError(Exception):
+    """The request cannot be read (too large, cut off, not JSON): a status and a message.
+
+    Raised by the helpers below, which both front ends use; each front end shapes the
+    body its own way.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+async def send_json(send: Send, status: int, body: Any,
                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
     payload = body if isinstance(body, bytes) else orjson.dumps(body)
     await send({
@@ -39,21 +53,22 @@ async def send_json(send: Any, status: int, body: Any,
     await send({"type": "http.response.body", "body": payload})
 
 
-def header(scope: dict[str, Any], name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope["headers"]:
         if key == name:
-            return value.decode("latin-1")
+            decoded: str = value.decode("latin-1")
+            return decoded
     return None
 
 
-async def read_body(receive: Any, scope: dict[str, Any], limit: int) -> bytes:
-    """The whole request body, or HTTPError 413 as soon as it exceeds `limit` bytes."""
+async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
+    """The whole request body, or RequestError 413 as soon as it exceeds `limit` bytes."""
     length = header(scope, b"content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise HTTPError(413, {"error": f"Request body is {int(length)} bytes; the limit is "
-                                        f"{limit} bytes"})
+        raise RequestError(413, f"Request body is {int(length)} bytes; the limit is "
+                                f"{limit} bytes")
     message = await receive()
-    body = message.get("body", b"")
+    body: bytes = message.get("body", b"")
     if not message.get("more_body"):
         return body
     chunks = [body]
@@ -61,11 +76,11 @@ async def read_body(receive: Any, scope: dict[str, Any], limit: int) -> bytes:
     while message.get("more_body"):
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise HTTPError(400, {"error": "client disconnected while sending the body"})
+            raise RequestError(400, "client disconnected while sending the body")
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise HTTPError(413, {"error": f"Request body exceeds the limit of {limit} bytes"})
+            raise RequestError(413, f"Request body exceeds the limit of {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -76,4 +91,4 @@ def parse_json(body: bytes) -> Any:
     try:
         return jsoncodec.loads(body)
     except jsoncodec.DecodeError as exc:
-        raise HTTPError(400, {"error": f"Request body is not valid JSON: {exc}"}) from None
+        raise RequestError(400, f"Request body is not valid JSON: {exc}") from None

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hmac
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from cogserve.envvars import env_flag, env_text
 from cogserve.exceptions import DefinitionError
+from cogserve.http.asgi import Scope
 from cogserve.http.responses import HTTPError
 from cogserve.netpolicy import URLPolicy
 
@@ -31,13 +32,12 @@ class AccessConfig:
 
     @classmethod
     def from_env(cls) -> AccessConfig:
-        token = os.environ.get("COGSERVE_AUTH_TOKEN", "").strip() or None
-        disabled = os.environ.get("COGSERVE_DISABLE_SHUTDOWN_ROUTE", "").strip().lower()
+        token = env_text("COGSERVE_AUTH_TOKEN") or None
         try:
             URLPolicy.from_env()  # refuse a misspelt policy at start, not at first use
         except ValueError as exc:
             raise DefinitionError(str(exc)) from None
-        return cls(token=token, shutdown_route=disabled not in ("1", "true", "yes"))
+        return cls(token=token, shutdown_route=not env_flag("COGSERVE_DISABLE_SHUTDOWN_ROUTE"))
 
 
 class BearerGuard:
@@ -52,7 +52,7 @@ class BearerGuard:
         send a header when it opens a page, and they hold nothing of the server's)."""
         self.open_paths.update(paths)
 
-    def __call__(self, scope: dict[str, Any]) -> None:
+    def __call__(self, scope: Scope) -> None:
         if scope["path"] in self.open_paths:
             return
         for name, value in scope["headers"]:
@@ -70,9 +70,11 @@ async def _shutdown_disabled(*_: Any) -> None:
                                    "(COGSERVE_DISABLE_SHUTDOWN_ROUTE); stop it with SIGTERM"})
 
 
-def install(app: Any, config: AccessConfig | None = None) -> None:
-    chosen = config or AccessConfig.from_env()
-    if chosen.token:
-        app.guard = BearerGuard(chosen.token)
-    if not chosen.shutdown_route:
-        app.exact["/shutdown"] = {"POST": _shutdown_disabled}
+def guard(config: AccessConfig) -> BearerGuard | None:
+    """The app's guard: the bearer token check, when a token is set."""
+    return BearerGuard(config.token) if config.token else None
+
+
+def routes(config: AccessConfig) -> dict[str, dict[str, Any]]:
+    """Routes this config replaces: /shutdown answers 403 when it is switched off."""
+    return {} if config.shutdown_route else {"/shutdown": {"POST": _shutdown_disabled}}

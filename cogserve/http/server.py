@@ -17,14 +17,12 @@ from typing import Any
 
 import uvicorn
 
-from cogserve.config import ModelConfig
-from cogserve.http.app import App
+from cogserve.http.asgi import ASGIApp
 from cogserve.http.protocol import ConnectionLimits, protocol_class
-from cogserve.runtime.service import Service, Settings
+from cogserve.runtime.service import Service
+from cogserve.runtime.states import Health
 
 log = logging.getLogger("cogserve")
-
-DEFAULT_MAX_BODY = 128 * 1024 * 1024
 
 
 class _Server(uvicorn.Server):
@@ -43,28 +41,17 @@ class _Server(uvicorn.Server):
 async def _announce_ready(service: Service) -> None:
     """One INFO line when setup() has finished (or one ERROR line saying it failed)."""
     await service.ready.wait()
-    if service.status == "READY":
+    if service.status is Health.READY:
         log.info("model ready: setup() succeeded; POST /predictions")
     elif not service.fatal_reason:  # a fatal reason was logged already, once
         log.error("setup() failed: the model cannot run predictions; GET /health-check "
                   "for its logs")
 
 
-def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_BODY
-          ) -> tuple[App, Service, asyncio.Event]:
-    service = Service(config, settings)
-    stop = asyncio.Event()
-    app = App(service, max_body=max_body, on_shutdown=stop.set)
-    from cogserve.http import extensions
-
-    extensions.install(app)
-    return app, service, stop
-
-
-async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
-                await_explicit_shutdown: bool = False, max_body: int = DEFAULT_MAX_BODY,
-                log_level: str = "warning", reload: bool = False) -> None:
-    app, service, stop = build(config, settings, max_body)
+async def serve(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, port: int,
+                await_explicit_shutdown: bool = False, log_level: str = "warning",
+                reload: bool = False) -> None:
+    """Serve `app` until `stop` is set (POST /shutdown) or a signal asks to stop."""
     uv_config = uvicorn.Config(
         app, host=host, port=port, loop="none", lifespan="on",
         http=protocol_class(ConnectionLimits.from_env()),  # httptools with head limits
@@ -94,7 +81,7 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
 
     async def shutdown_when_asked() -> None:
         await stop.wait()
-        service.shutting_down = True
+        service.begin_shutdown()
         await service.drain()
         server.should_exit = True
 
@@ -117,10 +104,11 @@ async def serve(config: ModelConfig, settings: Settings, host: str, port: int,
             raise SystemExit(1)
 
 
-def run(config: ModelConfig, settings: Settings, host: str, port: int, **kwargs: Any) -> None:
+def run(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, port: int,
+        **kwargs: Any) -> None:
     try:
         import uvloop
 
-        uvloop.run(serve(config, settings, host, port, **kwargs))
+        uvloop.run(serve(app, service, stop, host, port, **kwargs))
     except ImportError:  # pragma: no cover - uvloop is a dependency, but optional on some OSes
-        asyncio.run(serve(config, settings, host, port, **kwargs))
+        asyncio.run(serve(app, service, stop, host, port, **kwargs))

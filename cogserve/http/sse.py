@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from cogserve.envvars import env_int
+from cogserve.http.asgi import Receive, Scope, Send
+from cogserve.http.disconnect import abandon
 from cogserve.runtime.events import RuntimeEvent, SSEChange
 from cogserve.runtime.history import EventHistory, frame, history_of
 from cogserve.runtime.prediction import Prediction
@@ -45,7 +46,7 @@ END_GRACE = 30.0
 
 log = logging.getLogger("cogserve")
 
-Handler = Callable[[dict[str, Any], Any, Any, Prediction, bool], Awaitable[None]]
+Handler = Callable[[Scope, Receive, Send, Prediction, bool], Awaitable[None]]
 
 
 class ClientQueue:
@@ -95,15 +96,14 @@ class ClientQueue:
 
 
 def client_buffer() -> int:
-    raw = os.environ.get("COGSERVE_SSE_CLIENT_BUFFER", "")
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CLIENT_BUFFER
+    return env_int("COGSERVE_SSE_CLIENT_BUFFER", DEFAULT_CLIENT_BUFFER, minimum=1) or 1
 
 
 def handler(service: Service) -> Handler:
     """The `CogRoutes.sse_handler` hook, bound to the service (to cancel on disconnect)."""
     limit = client_buffer()
 
-    async def stream(scope: dict[str, Any], receive: Any, send: Any, prediction: Prediction,
+    async def stream(scope: Scope, receive: Receive, send: Send, prediction: Prediction,
                      created: bool) -> None:
         history = history_of(prediction)
         if history is None:  # not created as streaming: live events only
@@ -142,13 +142,13 @@ def handler(service: Service) -> Handler:
             writer.cancel()
             for timer in timers:
                 timer.cancel()
-        if not completed and created and scope["method"] == "POST" and not prediction.terminal:
-            service.cancel(prediction.id)
+        if not completed and created and scope["method"] == "POST":
+            abandon(service, prediction)
 
     return stream
 
 
-async def replay_finished(send: Any, frames: bytes, skipped: int) -> None:
+async def replay_finished(send: Send, frames: bytes, skipped: int) -> None:
     """A `PUT` stream for a prediction that finished already: its kept events, then end."""
     await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
     if skipped:
@@ -157,7 +157,7 @@ async def replay_finished(send: Any, frames: bytes, skipped: int) -> None:
         await _end(send, frames)
 
 
-async def _write(send: Any, queue: ClientQueue, replay: list[bytes]) -> bool:
+async def _write(send: Send, queue: ClientQueue, replay: list[bytes]) -> bool:
     """Send the replay, then live frames until the end; False if the client went away."""
     batch: list[bytes] = []
     size = 0
@@ -188,15 +188,15 @@ async def _write(send: Any, queue: ClientQueue, replay: list[bytes]) -> bool:
     return False
 
 
-async def _chunk(send: Any, body: bytes) -> None:
+async def _chunk(send: Send, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
-async def _end(send: Any, body: bytes) -> None:
+async def _end(send: Send, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def _watch(receive: Any, queue: ClientQueue) -> None:
+async def _watch(receive: Receive, queue: ClientQueue) -> None:
     """Wake the writer when the client disconnects, so it stops at once."""
     while True:
         message = await receive()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cogserve.exceptions import DefinitionError
+from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.runtime.events import RuntimeEvent
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class MetricsFeed:
                 self.options.metrics_port, self.options.metrics_host,
                 registry=self.metrics.registry)
 
-    async def endpoint(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         """GET /metrics on the API port."""
         from cogserve.observability.metrics import CONTENT_TYPE
 

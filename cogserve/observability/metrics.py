@@ -59,11 +59,11 @@ class Metrics:
     def __init__(self, service: Service) -> None:
         # the `_created` companion series double every counter for a timestamp that
         # process_start_time_seconds already gives; this parent process has no other use
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=registry)  # the parent's CPU, memory, fds
         registry.register(_ServiceState(service))
-        r = {"registry": registry}
+        r: dict[str, Any] = {"registry": registry}
         self.http_requests = Counter(
             "cogserve_http_requests", "HTTP requests answered, by route template, method "
             "and status", ["route", "method", "status"], **r)

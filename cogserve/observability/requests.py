@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cogserve.http.asgi import Message, Receive, Scope, Send
 from cogserve.http.responses import PREDICTION_KEY
 
 if TYPE_CHECKING:
@@ -36,13 +37,13 @@ class RequestObserver:
         self.metrics: Metrics | None = None  # set once built (after the worker started)
         self.tracing: Tracing | None = None  # set when OpenTelemetry tracing is on
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         # no answer started: the client went away first (a sync prediction's client that
         # disconnects); logged and counted as nginx does, 499 "client closed request"
         status = 499
 
-        async def observed_send(message: dict[str, Any]) -> None:
+        async def observed_send(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -67,7 +68,7 @@ class RequestObserver:
                 tracing.end_request(traced, route, status)
 
 
-def _log_access(level: int, scope: dict[str, Any], route: str, method: str, status: int,
+def _log_access(level: int, scope: Scope, route: str, method: str, status: int,
                 seconds: float) -> None:
     prediction = scope.get(PREDICTION_KEY)
     ident = prediction.id if prediction is not None else None

@@ -17,6 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from cogserve import protocol
+from cogserve.http.asgi import Scope
 from cogserve.http.responses import header
 from cogserve.observability import spans
 from cogserve.runtime.events import RuntimeEvent
@@ -36,7 +37,7 @@ class Tracing:
 
     # ------------------------------------------------------------ requests
 
-    def start_request(self, scope: dict[str, Any]) -> tuple[Any, Any]:
+    def start_request(self, scope: Scope) -> tuple[Any, Any]:
         carrier = {k: v for k in ("traceparent", "tracestate")
                    if (v := header(scope, k.encode())) is not None}
         parent = spans.extract(carrier)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from cogserve.runtime.states import Event, Status
+
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction
 
@@ -32,17 +34,17 @@ def frame(name: bytes, data: Any) -> bytes:
     return b"event: " + name + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-def encode(prediction: Prediction, event: str, payload: dict[str, Any]) -> bytes:
+def encode(prediction: Prediction, event: Event, payload: dict[str, Any]) -> bytes:
     """The SSE frame for one Prediction event; keys in the reference's (sorted) order."""
-    if event == "output":
+    if event is Event.OUTPUT:
         return frame(b"output", {"chunk": payload["chunk"], "index": payload["index"]})
-    if event == "log":
+    if event is Event.LOG:
         return frame(b"log", {"data": payload["data"], "source": payload["source"]})
-    if event == "metric":
+    if event is Event.METRIC:
         return frame(b"metric", {"mode": payload["mode"], "name": payload["name"],
                                  "value": payload["value"]})
-    if event == "start":
-        return frame(b"start", {"id": prediction.id, "status": "processing"})
+    if event is Event.START:
+        return frame(b"start", {"id": prediction.id, "status": Status.PROCESSING})
     return frame(b"completed", prediction.to_dict())
 
 
@@ -58,14 +60,14 @@ class EventHistory:
         self.streams: list[Stream] = []
         self.finished = False
 
-    def __call__(self, prediction: Prediction, event: str, payload: dict[str, Any]) -> None:
+    def __call__(self, prediction: Prediction, event: Event, payload: dict[str, Any]) -> None:
         self.total += 1
-        last = event == "completed"
-        if self.events is None and not self.streams and event != "start":
+        last = event is Event.COMPLETED
+        if self.events is None and not self.streams and event is not Event.START:
             self.finished = self.finished or last
             return  # nobody to tell and nothing to keep: skip the encoding
         data = encode(prediction, event, payload)
-        if event == "start":
+        if event is Event.START:
             self.start = data
         if self.events is not None:
             self.events.append(data)
@@ -105,21 +107,3 @@ def history_of(prediction: Prediction) -> EventHistory | None:
         if isinstance(listener, EventHistory):
             return listener
     return None
-
-
-def capacity_from(raw: str | None) -> int:
-    """COG_STREAM_HISTORY_CAPACITY: a count of events; invalid values fall back to 1024."""
-    if raw is None or not raw.strip():
-        return DEFAULT_CAPACITY
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        import logging
-
-        logging.getLogger("cogserve").warning(
-            "COG_STREAM_HISTORY_CAPACITY=%r is not a count of events; using %d",
-            raw, DEFAULT_CAPACITY)
-        return DEFAULT_CAPACITY
-    return value

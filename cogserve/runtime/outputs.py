@@ -11,16 +11,15 @@ as raw bytes, base64 bytes and a string at once.
 from __future__ import annotations
 
 import base64
-import mimetypes
 import os
 import pathlib
 import re
-import shutil
 from typing import Any
 
 from cogserve.observability import spans
-from cogserve.protocol import FILE_KEY, OUTPUT_SPILL_PREFIX
+from cogserve.protocol import FILE_KEY
 from cogserve.runtime.events import EventBus, RuntimeEvent
+from cogserve.runtime.handover import discard_spilled_output, mime_type
 
 _CHUNK = 3 * (1 << 18)  # a multiple of 3, so chunks encode without padding in between
 # names tempfile makes (tmp + 8 random characters) say nothing to the client
@@ -43,11 +42,6 @@ async def resolve_files(value: Any, prediction: Any, upload_url: str | None,
         return [await resolve_files(v, prediction, upload_url, i, bus)
                 for i, v in enumerate(value)]
     return value
-
-
-def mime_type(path: str) -> str:
-    guessed, _ = mimetypes.guess_type(path)
-    return guessed or "application/octet-stream"
 
 
 def upload_name(path: str, index: int | None) -> str:
@@ -83,14 +77,7 @@ async def _resolve_one(path: str, prediction: Any, upload_url: str | None,
             return url
         return data_url(path)
     finally:
-        _discard_spilled(path)
-
-
-def _discard_spilled(path: str) -> None:
-    """Remove a file the worker wrote for a file-like output (and its folder)."""
-    folder = pathlib.Path(path).parent
-    if folder.name.startswith(OUTPUT_SPILL_PREFIX):
-        shutil.rmtree(folder, ignore_errors=True)
+        discard_spilled_output(path)
 
 
 def data_url(path: str) -> str:

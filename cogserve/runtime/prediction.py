@@ -1,9 +1,9 @@
 """One prediction's state machine, and the single place its changes are announced.
 
-starting -> processing -> succeeded | failed | canceled. Every change is one event
-passed to each listener (the webhook sender, SSE streams); the sync HTTP waiter
-awaits `done`. Nothing else mutates a prediction, so every observer sees the same
-history in the same order.
+starting -> processing -> succeeded | failed | canceled (`Status`). Every change is
+one `Event` passed to each listener (the webhook sender, SSE streams); the sync HTTP
+waiter awaits `done`. The status changes only through the methods below, and nothing
+else mutates a prediction, so every observer sees the same history in the same order.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from cogserve.metrics import apply_metric
+from cogserve.runtime.states import TERMINAL, Event, Status, WebhookEvent
 
-TERMINAL = frozenset({"succeeded", "failed", "canceled"})
-
-# (event, payload): start {} | output {chunk, index} | log {source, data}
-#                   | metric {name, value, mode} | completed {}
-Listener = Callable[["Prediction", str, dict[str, Any]], None]
+# (event, payload): see `Event` for each event's payload
+Listener = Callable[["Prediction", Event, dict[str, Any]], None]
 
 
 def now() -> datetime.datetime:
@@ -46,14 +44,14 @@ class Prediction:
         kind: str = "prediction",
         iterator: bool = False,
         webhook: str | None = None,
-        webhook_events_filter: frozenset[str] | None = None,
+        webhook_events_filter: frozenset[WebhookEvent] | None = None,
         output_file_prefix: str | None = None,
         context: dict[str, str] | None = None,
     ) -> None:
         self.id = prediction_id
         self.kind = kind
         self.input = redacted_input
-        self.status = "starting"
+        self.status = Status.STARTING
         self.output: Any = None
         self._outputs: list[Any] = []
         self.iterator = iterator
@@ -111,7 +109,7 @@ class Prediction:
 
     # ------------------------------------------------------------ changing
 
-    def _emit(self, event: str, payload: dict[str, Any]) -> None:
+    def _emit(self, event: Event, payload: dict[str, Any]) -> None:
         for listener in self.listeners:
             listener(self, event, payload)
 
@@ -127,37 +125,53 @@ class Prediction:
     def mark_started(self) -> None:
         """Sent to the worker: the `start` event (status still `starting`, as Cog reports)."""
         self.started_at = now()
-        self._emit("start", {})
+        self._emit(Event.START, {})
+
+    def mark_processing(self) -> None:
+        """The worker reported something: it is running (no event, as in Cog)."""
+        if self.status is Status.STARTING:
+            self.status = Status.PROCESSING
+
+    def request_cancel(self) -> bool:
+        """Note a cancel; False if one was requested already."""
+        if self.cancel_requested:
+            return False
+        self.cancel_requested = True
+        return True
 
     def append_log(self, source: str, data: str) -> None:
         self._logs.append(data)
-        self._emit("log", {"source": source, "data": data})
+        self._emit(Event.LOG, {"source": source, "data": data})
 
     def append_output(self, chunk: Any) -> None:
         index = len(self._outputs)
         self._outputs.append(chunk)
-        self._emit("output", {"chunk": chunk, "index": index})
+        self._emit(Event.OUTPUT, {"chunk": chunk, "index": index})
 
     def record_metric(self, name: str, value: Any, mode: str) -> None:
         try:
             apply_metric(self.metrics, name, value, mode)
         except (TypeError, ValueError):
             return  # the worker already raised this inside the model
-        self._emit("metric", {"name": name, "value": value, "mode": mode})
+        self._emit(Event.METRIC, {"name": name, "value": value, "mode": mode})
 
     def succeed(self, output: Any, predict_time: float | None) -> None:
+        if self.terminal:  # a settled prediction keeps its output
+            return
         if not self.iterator:
             self.output = output
-        self._finish("succeeded", predict_time)
+        self._finish(Status.SUCCEEDED, predict_time)
 
     def fail(self, error: str, predict_time: float | None = None) -> None:
+        if self.terminal:  # ... and its error
+            return
         self.error = error
-        self._finish("failed", predict_time)
+        self._finish(Status.FAILED, predict_time)
 
     def cancel(self, predict_time: float | None = None) -> None:
-        self._finish("canceled", predict_time)
+        self._finish(Status.CANCELED, predict_time)
 
-    def _finish(self, status: str, predict_time: float | None) -> None:
+    def _finish(self, status: Status, predict_time: float | None) -> None:
         if self.terminal:
             return
         self.status = status
@@ -165,6 +179,6 @@ class Prediction:
         if predict_time is None and self.started_at is not None:
             predict_time = (self.completed_at - self.started_at).total_seconds()
         self.predict_time = predict_time
-        self._emit("completed", {})
+        self._emit(Event.COMPLETED, {})
         if not self.done.done():
             self.done.set_result(None)

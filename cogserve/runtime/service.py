@@ -1,10 +1,12 @@
 """The parent's single owner of runtime state: health, predictions, the queue.
 
-HTTP front ends (Cog's routes, V2) call `create`, `cancel` and `health`; the workers'
-messages arrive through `_on_control` / `_on_data`. Worker processes and their slots
-belong to the `Pool` (`runtime/pool.py`). A slot is taken before a prediction is sent
-to a worker and given back as soon as its terminal message arrives, before any
-response is written, so a sequential client never sees 409. With `--queue-size` a
+HTTP front ends (Cog's routes, V2) and the CLI call `create`, `cancel` and `health`;
+what the runtime refuses is raised as a `cogserve.runtime.errors.Refusal`, which each of
+them maps to its own answer. The workers' messages arrive through `_on_control` /
+`_on_data`. Worker processes and their slots belong to the `Pool` (`runtime/pool.py`).
+A slot is taken before a prediction is sent to a worker and given back as soon as its
+terminal message arrives, before any response is written, so a sequential client never
+sees 409. With `--queue-size` a
 prediction that finds no free slot waits in the `Backlog` instead of getting 409.
 """
 
@@ -26,16 +28,27 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import cogserve
-from cogserve import protocol
-from cogserve.config import ModelConfig, env_float, env_int, load_config
+from cogserve import envvars, protocol
+from cogserve.config import ModelConfig, load_config
+from cogserve.envvars import env_float, env_int, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import FromWorker, Mode, UserHealth
+from cogserve.runtime import handover
 from cogserve.runtime.backlog import Backlog
+from cogserve.runtime.errors import (
+    AlreadyRunning,
+    AtCapacity,
+    InputNotSendable,
+    NotReady,
+    QueueFull,
+    UnknownPrediction,
+)
 from cogserve.runtime.events import EventBus, RuntimeEvent
-from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory, capacity_from
+from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory
 from cogserve.runtime.outputs import resolve_files
 from cogserve.runtime.pool import Member, Pool, Restart, WorkerState
-from cogserve.runtime.prediction import Prediction, iso, now
+from cogserve.runtime.prediction import Listener, Prediction, iso, now
+from cogserve.runtime.states import SERVING, Health, Status, WebhookEvent
 from cogserve.runtime.store import (
     BYTES_VARIABLE,
     COUNT_VARIABLE,
@@ -44,24 +57,13 @@ from cogserve.runtime.store import (
     FinishedStore,
 )
 from cogserve.runtime.supervisor import WorkerProcess, WorkerSpec, describe_exit
-from cogserve.validation import InputValidator
+from cogserve.validation import FieldError, InputValidator
 
 if TYPE_CHECKING:
     from cogserve.envs.model_env import ModelEnvironment
     from cogserve.observability import ObservabilityOptions
 
 log = logging.getLogger("cogserve")
-
-
-class ServiceError(Exception):
-    """A request the runtime refuses, with the HTTP status and JSON body to send."""
-
-    def __init__(self, status: int, body: Any,
-                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
-        super().__init__(body)
-        self.status = status
-        self.body = body
-        self.headers = headers or []
 
 
 @dataclass
@@ -94,7 +96,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, config: ModelConfig, upload_url: str | None = None) -> Settings:
-        env = {**config.environment, **{k: v for k, v in os.environ.items() if k.startswith("COG")}}
+        envvars.check_worker_variables()  # refused here, at start, not in a prediction
         setup_timeout = env_float("COG_SETUP_TIMEOUT", None)
         return cls(
             concurrency=env_int("COG_MAX_CONCURRENCY", None) or config.concurrency,
@@ -103,7 +105,8 @@ class Settings:
             drain_timeout=_non_negative(env_float("COGSERVE_DRAIN_TIMEOUT", 10.0), 10.0),
             healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
             upload_url=upload_url,
-            stream_history=capacity_from(env.get("COG_STREAM_HISTORY_CAPACITY")),
+            stream_history=env_int("COG_STREAM_HISTORY_CAPACITY", DEFAULT_CAPACITY,
+                                   minimum=0) or 0,
             recent_count=env_int(COUNT_VARIABLE, DEFAULT_COUNT) or 0,
             recent_bytes=env_int(BYTES_VARIABLE, DEFAULT_BYTES) or 0,
             extra_env=config.environment,
@@ -111,20 +114,21 @@ class Settings:
             queue_timeout=env_float("COGSERVE_QUEUE_TIMEOUT", None) or None,
             predict_timeout=env_float("COGSERVE_PREDICT_TIMEOUT", None) or None,
             workers=max(1, env_int("COGSERVE_WORKERS", 1) or 1),
-            gpus=parse_gpus(os.environ.get("COGSERVE_GPUS", "")),
+            gpus=parse_gpus(env_text("COGSERVE_GPUS")),
         )
 
 
 class Service:
-    def __init__(self, config: ModelConfig, settings: Settings) -> None:
+    def __init__(self, config: ModelConfig, settings: Settings, *, gate: bool = False,
+                 on_setup_log: Callable[[str], None] | None = None) -> None:
         self.config = config
         self.settings = settings
         self.setup: dict[str, Any] = {"started_at": None, "completed_at": None,
-                                      "status": "starting", "logs": ""}
+                                      "status": Status.STARTING, "logs": ""}
         self._setup_logs: list[str] = []
         self._setup_open = False  # the setup document describes a (re)start under way
         self.schema: dict[str, Any] | None = None
-        self.validators: dict[str, InputValidator] = {}
+        self.validators: dict[Mode, InputValidator] = {}
         self.is_async = False
         self.streaming = False
         self.has_healthcheck = False
@@ -157,8 +161,10 @@ class Service:
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
-        self.on_setup_log: Callable[[str], None] | None = None  # `cogserve predict` prints them
-        self.gate = False  # `cogserve predict`: the worker waits for "go" before setup()
+        self.on_setup_log = on_setup_log  # `cogserve predict` prints setup's output as it comes
+        # `cogserve predict`: the worker stops after its schema and waits for `go()`
+        # before setup(), so invalid input costs no setup
+        self.gate = gate
         self._building: asyncio.Task[None] | None = None  # the model's environment
         self.events = EventBus()  # what happens here, for metrics and tracing
         self._setup_began = 0.0  # monotonic, for the setup duration
@@ -166,9 +172,9 @@ class Service:
     # ------------------------------------------------------------ lifecycle
 
     @property
-    def status(self) -> str:
+    def status(self) -> Health:
         """The server's state: derived from its workers' (see `Pool.state`)."""
-        return self.pool.state.value
+        return _HEALTH_OF[self.pool.state]
 
     async def start(self) -> None:
         self._open_setup()
@@ -233,13 +239,14 @@ class Service:
             env.update(environment.worker_env())
         restart = member.process is not None
         member.process = WorkerProcess(
-            WorkerSpec(ref=config.ref("train" if train_only else "predict"),
+            WorkerSpec(ref=config.ref(Mode.TRAIN if train_only else Mode.PREDICT),
                        directory=str(config.directory),
                        mode=Mode.TRAIN if train_only else Mode.PREDICT,
                        train_ref=None if train_only else config.train_ref,
                        env=env,
                        schema_only=self.gate,
-                       python=environment.python if environment else sys.executable),
+                       python=environment.python or sys.executable if environment
+                       else sys.executable),
             lambda message: self._on_control(member, message), self._on_data,
             lambda code: self._on_exit(member, code),
         )
@@ -252,8 +259,8 @@ class Service:
 
     def _open_setup(self) -> None:
         self._setup_began = time.monotonic()
-        self.setup = {"started_at": iso(now()), "completed_at": None, "status": "starting",
-                      "logs": ""}
+        self.setup = {"started_at": iso(now()), "completed_at": None,
+                      "status": Status.STARTING, "logs": ""}
         self._setup_logs = []
         self._setup_open = True
         self.ready.clear()
@@ -263,6 +270,10 @@ class Service:
         for member in self.pool.members:
             if member.process is not None:
                 member.process.send_control(protocol.go())
+
+    def begin_shutdown(self) -> None:
+        """Refuse new predictions from now on (those in flight finish: see `drain`)."""
+        self.shutting_down = True
 
     def kill_workers(self) -> None:
         for member in self.pool.members:
@@ -297,8 +308,8 @@ class Service:
                 self.cancel(prediction.id)
             if not await self._settled(self.settings.cancel_timeout):
                 for prediction in list(self.predictions.values()):
-                    self._complete(prediction, "failed", "prediction failed: the server shut "
-                                   "down before it finished (it ignored the cancel that "
+                    self._complete(prediction, Status.FAILED, "prediction failed: the server "
+                                   "shut down before it finished (it ignored the cancel that "
                                    "followed the drain timeout)")
                 self.kill_workers()
         for hook in self.on_drain:
@@ -321,7 +332,7 @@ class Service:
         self._config_error = None
         try:
             config = load_config(self.config.directory, self.settings.predictor)
-            config.ref("predict" if config.predict_ref or not config.train_ref else "train")
+            config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
             self.config = config
         except DefinitionError as exc:  # shown in /health-check once the workers restart
             log.error("reload: %s", exc)
@@ -349,7 +360,7 @@ class Service:
                 member.process.kill()
             self._settle()
 
-    def _finish_setup(self, status: str) -> None:
+    def _finish_setup(self, status: Status) -> None:
         self._setup_open = False
         self.setup["completed_at"] = iso(now())
         self.setup["status"] = status
@@ -363,12 +374,12 @@ class Service:
         longer starting, and run or fail what waits in the queue."""
         state = self.pool.state
         if self._setup_open and state is not WorkerState.STARTING:
-            self._finish_setup("succeeded" if state is WorkerState.READY else "failed")
+            self._finish_setup(Status.SUCCEEDED if state is WorkerState.READY else Status.FAILED)
         if self.backlog is not None:
             if state in (WorkerState.SETUP_FAILED, WorkerState.DEFUNCT):
                 reason = self.fatal_reason or "setup failed"
                 for prediction in self.backlog.drain():
-                    self._complete(prediction, "failed",
+                    self._complete(prediction, Status.FAILED,
                                    f"prediction failed: the model cannot run ({reason})")
             else:
                 self._run_queued()
@@ -393,9 +404,9 @@ class Service:
             components = self.schema["components"]["schemas"]
             self.validators = {}
             if "Input" in components:  # not for a train-only model
-                self.validators["predict"] = InputValidator(self.schema)
+                self.validators[Mode.PREDICT] = InputValidator(self.schema)
             if "TrainingInput" in components:
-                self.validators["train"] = InputValidator(self.schema, "TrainingInput")
+                self.validators[Mode.TRAIN] = InputValidator(self.schema, "TrainingInput")
             self.is_async = message["is_async"]
             self.streaming = message["streaming"]
             self.has_healthcheck = message["has_healthcheck"]
@@ -445,7 +456,8 @@ class Service:
     def _on_data(self, message: protocol.Message) -> None:
         prediction = self.predictions.get(message.get("id", ""))
         if prediction is None:
-            self._discard_folder(message)  # e.g. it failed already on an upload error
+            # e.g. it failed already on an upload error
+            handover.discard_folder(message, self._tmp_dirs)
             return
         if prediction.tail is None and not protocol.carries_files(message):
             self._apply(prediction, message)
@@ -470,23 +482,16 @@ class Service:
         except Exception as exc:  # noqa: BLE001 - an upload failure fails the prediction
             if not prediction.terminal:
                 self._cancel_on_worker(prediction)
-                self._complete(prediction, "failed", f"file output: {exc}")
-            self._discard_folder(message)
+                self._complete(prediction, Status.FAILED, f"file output: {exc}")
+            handover.discard_folder(message, self._tmp_dirs)
             return
         self._apply(prediction, message)
-        self._discard_folder(message)
-
-    def _discard_folder(self, message: protocol.Message) -> None:
-        """Remove a prediction folder the worker handed over once its files were sent."""
-        folder = message.get("tmpdir")
-        if folder and os.path.dirname(os.path.abspath(folder)) in self._tmp_dirs:
-            shutil.rmtree(folder, ignore_errors=True)
+        handover.discard_folder(message, self._tmp_dirs)
 
     def _apply(self, prediction: Prediction, message: protocol.Message) -> None:
         if prediction.terminal:
             return
-        if prediction.status == "starting":
-            prediction.status = "processing"
+        prediction.mark_processing()
         kind = message[protocol.KIND]
         if kind == FromWorker.LOG:
             prediction.append_log(message["source"], message["data"])
@@ -499,15 +504,15 @@ class Service:
                 nbytes, failures = message[protocol.DOWNLOADS]
                 self.events.emit(RuntimeEvent.DOWNLOADS, bytes=nbytes, failures=failures)
             if kind == FromWorker.DONE:
-                self._complete(prediction, "succeeded", output=message.get("output"),
+                self._complete(prediction, Status.SUCCEEDED, output=message.get("output"),
                                predict_time=message.get("predict_time"))
             elif kind == FromWorker.FAILED:
-                self._complete(prediction, "failed",
+                self._complete(prediction, Status.FAILED,
                                message.get("error") or "prediction failed")
             elif kind == FromWorker.CANCELLED:
-                self._complete(prediction, "canceled")
+                self._complete(prediction, Status.CANCELED)
 
-    def _complete(self, prediction: Prediction, status: str, error: str | None = None,
+    def _complete(self, prediction: Prediction, status: Status, error: str | None = None,
                   output: Any = None, predict_time: float | None = None) -> None:
         """Give the slot back first (to the queue's oldest, if one waits), then settle
         the prediction (which wakes its waiters)."""
@@ -524,15 +529,15 @@ class Service:
                 self.backlog.remove(prediction.id)
         if prediction.deadline is not None:
             prediction.deadline.cancel()
-            if status == "canceled" and prediction.deadline_passed:
-                status = "failed"
+            if status is Status.CANCELED and prediction.deadline_passed:
+                status = Status.FAILED
                 error = (f"prediction exceeded its deadline of "
                          f"{prediction.timeout:g} seconds")
-        if status == "succeeded":
+        if status is Status.SUCCEEDED:
             if self.backlog is not None and predict_time is not None:
                 self._mean_run += (predict_time - self._mean_run) * 0.2
             prediction.succeed(output, predict_time)
-        elif status == "failed":
+        elif status is Status.FAILED:
             prediction.fail(error or "prediction failed", predict_time)
         else:
             prediction.cancel(predict_time)
@@ -558,11 +563,11 @@ class Service:
             # what it was running: without this, drain() waited for them forever
             member.state = WorkerState.DEFUNCT
             for prediction in mine:
-                self._complete(prediction, "failed",
+                self._complete(prediction, Status.FAILED,
                                f"prediction failed: the worker process {how} during shutdown")
             if self.backlog is not None and self.pool.state is not WorkerState.READY:
                 for prediction in self.backlog.drain():
-                    self._complete(prediction, "failed",
+                    self._complete(prediction, Status.FAILED,
                                    "prediction failed: the server shut down before it ran")
             return
         restart = member.restart
@@ -578,9 +583,9 @@ class Service:
         for prediction in mine:
             if prediction.cancel_requested:
                 prediction.append_log("stderr", f"cogserve: {reason}\n")
-                self._complete(prediction, "canceled")
+                self._complete(prediction, Status.CANCELED)
             else:
-                self._complete(prediction, "failed", f"prediction failed: {reason}")
+                self._complete(prediction, Status.FAILED, f"prediction failed: {reason}")
         loop = asyncio.get_running_loop()
         if restart is not Restart.NONE:
             member.state = WorkerState.STARTING
@@ -606,65 +611,68 @@ class Service:
     # ------------------------------------------------------------ predictions
 
     @property
-    def health(self) -> str:
+    def model_name(self) -> str:
+        """The model's name under /v2: --model-name, else the last part of cog.yaml's
+        `image` (no tag), else the folder."""
+        return self.settings.model_name or self.config.default_name()
+
+    @property
+    def health(self) -> Health:
         status = self.status
-        if status == "READY" and self.pool.free <= 0 and (
+        if status is Health.READY and self.pool.free <= 0 and (
                 self.backlog is None or self.backlog.full):
-            return "BUSY"
+            return Health.BUSY
         return status
 
     def check_accepting(self) -> None:
+        """Raise NotReady unless a prediction could be created now (slots aside)."""
         if self.shutting_down:
-            raise ServiceError(503, {"error": "The server is shutting down", "status": "failed"})
+            raise NotReady("The server is shutting down", None)
         status = self.status
-        if status != "READY":
+        if status is not Health.READY:
             detail = {
-                "STARTING": "Setup has not finished yet. Wait until it has finished, or GET "
-                            "/health-check for status.",
-                "SETUP_FAILED": "Setup failed: the model cannot run predictions. GET "
-                                "/health-check for its logs.",
-                "DEFUNCT": f"The model is defunct ({self.fatal_reason}); restart the server.",
+                Health.STARTING: "Setup has not finished yet. Wait until it has finished, or "
+                                 "GET /health-check for status.",
+                Health.SETUP_FAILED: "Setup failed: the model cannot run predictions. GET "
+                                     "/health-check for its logs.",
+                Health.DEFUNCT: f"The model is defunct ({self.fatal_reason}); restart the "
+                                "server.",
             }.get(status, f"The model is not ready ({status})")
-            raise ServiceError(503, {"error": detail, "status": "failed"})
+            raise NotReady(detail, status)
 
-    def validate(self, raw_input: Any, mode: str = "predict") -> list[tuple[str, str]]:
+    def validate(self, raw_input: Any, mode: Mode = Mode.PREDICT) -> list[FieldError]:
         return self.validators[mode].validate(raw_input)
 
     def check_capacity(self) -> None:
-        """Raise the ServiceError create() would for want of a slot (409) or of a place
-        in the queue (429). The HTTP front end asks before it reads a large body, so
-        six 95 MB bodies bound for 409 are not read into memory first."""
+        """Raise what create() would for want of a slot (AtCapacity) or of a place in the
+        queue (QueueFull). The HTTP front end asks before it reads a large body, so six
+        95 MB bodies bound for 409 are not read into memory first."""
         if self.pool.pick() is not None:
             return
         backlog = self.backlog
         if backlog is None:
-            raise ServiceError(409, {"error": "At capacity - all prediction slots busy",
-                                     "status": "failed"})
+            raise AtCapacity()
         if backlog.full:
-            wait = backlog.retry_after(max(1, sum(m.slots for m in self.pool.members)),
-                                       self._mean_run)
-            raise ServiceError(429, {"error": f"The queue is full ({backlog.capacity} "
-                                              "predictions waiting); retry later",
-                                     "status": "failed"},
-                               [(b"retry-after", str(wait).encode())])
+            raise QueueFull(backlog.capacity, backlog.retry_after(
+                max(1, sum(m.slots for m in self.pool.members)), self._mean_run))
 
     def create(
         self,
         prediction_id: str,
         raw_input: dict[str, Any],
         *,
-        mode: str = "predict",
+        mode: Mode = Mode.PREDICT,
         webhook: str | None = None,
-        webhook_events_filter: frozenset[str] | None = None,
+        webhook_events_filter: frozenset[WebhookEvent] | None = None,
         output_file_prefix: str | None = None,
         context: dict[str, str] | None = None,
-        listeners: list[Any] | None = None,
+        listeners: list[Listener] | None = None,
         remember: bool = False,
         model_context: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> Prediction:
-        """Send a validated input to a free worker slot, or queue it (or raise
-        ServiceError: 409 no free slot and no queue, 429 the queue is full).
+        """Send a validated input to a free worker slot, or queue it (or raise a Refusal:
+        AtCapacity with no free slot and no queue, QueueFull when the queue is full).
 
         `remember`: keep the finished prediction in `recent` (Cog's routes, which can be
         asked for it again; not V2 or the CLI, whose ids nobody can ask for).
@@ -672,19 +680,18 @@ class Service:
         """
         self.check_accepting()
         if prediction_id in self.predictions:
-            raise ServiceError(409, {"error": f"A prediction with id {prediction_id!r} is already "
-                                              "running", "status": "failed"})
+            raise AlreadyRunning(prediction_id)
         member = self.pool.pick()
         backlog = self.backlog
         if member is None:
             self.check_capacity()
         schema = self.schema or {}
         output = schema.get("components", {}).get("schemas", {}).get(
-            "TrainingOutput" if mode == "train" else "Output", {})
+            "TrainingOutput" if mode is Mode.TRAIN else "Output", {})
         prediction = Prediction(
             prediction_id,
             self.validators[mode].redact(raw_input),
-            kind="training" if mode == "train" else "prediction",
+            kind="training" if mode is Mode.TRAIN else "prediction",
             iterator=output.get("x-cog-array-type") == "iterator",
             webhook=webhook,
             webhook_events_filter=webhook_events_filter,
@@ -699,7 +706,7 @@ class Service:
             prediction.subscribe(EventHistory(self.settings.stream_history))
         if remember:  # last: on `completed` the SSE history above is already complete
             prediction.subscribe(self.recent.listener)
-        message = protocol.predict(prediction_id, raw_input, Mode(mode), model_context)
+        message = protocol.predict(prediction_id, raw_input, mode, model_context)
         self.events.emit(RuntimeEvent.PREDICTION_CREATED, prediction=prediction, message=message)
         if member is None:
             assert backlog is not None
@@ -728,7 +735,7 @@ class Service:
         member.free -= 1
         prediction.worker = member
         assert member.process is not None
-        self._maybe_spill(message, member.tmpdir)
+        handover.spill_input(message, member.tmpdir)
         member.process.send_data(message)
         if prediction.timeout:
             prediction.deadline = asyncio.get_running_loop().call_later(
@@ -748,11 +755,11 @@ class Service:
             except (TypeError, OSError) as exc:
                 member.free += 1
                 prediction.worker = None
-                self._complete(prediction, "failed", f"prediction failed: {exc}")
+                self._complete(prediction, Status.FAILED, f"prediction failed: {exc}")
 
     def _queue_timed_out(self, prediction: Prediction) -> None:
         if self.backlog is not None and self.backlog.remove(prediction.id) is not None:
-            self._complete(prediction, "failed",
+            self._complete(prediction, Status.FAILED,
                            f"prediction waited in the queue for more than "
                            f"{self.backlog.timeout:g} seconds (--queue-timeout) without a "
                            "free slot")
@@ -766,35 +773,18 @@ class Service:
                     prediction.id, prediction.timeout)
         self.cancel(prediction.id)
 
-    def _maybe_spill(self, message: protocol.Message, folder: str) -> None:
-        """Inputs over 6 MiB go through a file, not the IPC frame (the worker deletes it)."""
-        raw = message["input"]
-        # cheap pre-check: only serialise to measure when some value could be large
-        if not any(isinstance(v, str) and len(v) > 65536 or isinstance(v, list | dict)
-                   for v in raw.values()):
-            return
-        body = orjson.dumps(raw)
-        if len(body) <= protocol.INPUT_SPILL_THRESHOLD:
-            return
-        fd, path = tempfile.mkstemp(prefix=protocol.INPUT_SPILL_PREFIX, suffix=".json",
-                                    dir=folder)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(body)
-        protocol.spill_input(message, path)
-
-    def cancel(self, prediction_id: str) -> bool:
+    def cancel(self, prediction_id: str) -> None:
+        """Cancel a queued or running prediction (or raise UnknownPrediction)."""
         prediction = self.predictions.get(prediction_id)
         if prediction is None:
-            return False
+            raise UnknownPrediction(prediction_id)
         if prediction.worker is None:  # still queued: it never reaches the model
-            self._complete(prediction, "canceled")
-            return True
-        if not prediction.cancel_requested:
-            prediction.cancel_requested = True
+            self._complete(prediction, Status.CANCELED)
+            return
+        if prediction.request_cancel():
             self._cancel_on_worker(prediction)
             loop = asyncio.get_running_loop()
             loop.call_later(self.settings.cancel_timeout, self._cancel_overdue, prediction)
-        return True
 
     def _cancel_on_worker(self, prediction: Prediction) -> None:
         member = prediction.worker
@@ -822,10 +812,10 @@ class Service:
     async def health_document(self) -> dict[str, Any]:
         status = self.health
         body: dict[str, Any] = {"status": status}
-        if status in ("READY", "BUSY") and self.has_healthcheck:
+        if status in SERVING and self.has_healthcheck:
             error = await self._user_healthcheck()
             if error is not None:
-                body["status"] = "UNHEALTHY"
+                body["status"] = Health.UNHEALTHY
                 body["user_healthcheck_error"] = error
         body["setup"] = {**self.setup, "logs": "".join(self._setup_logs)}
         body["version"] = {
@@ -860,13 +850,14 @@ class Service:
         return None
 
 
+_HEALTH_OF = {state: Health(state.value) for state in WorkerState}
+
+
 def _non_negative(value: float | None, default: float) -> float:
     return default if value is None or value < 0 else value
-def _unencodable(exc: TypeError) -> ServiceError:
-    return ServiceError(422, {"detail": [{
-        "loc": ["body", "input"], "type": "value_error",
-        "msg": f"the input cannot be passed to the model: {exc} (JSON nested "
-               "deeper than about 250 levels is refused)"}]})
+def _unencodable(exc: TypeError) -> InputNotSendable:
+    return InputNotSendable(f"the input cannot be passed to the model: {exc} (JSON nested "
+                            "deeper than about 250 levels is refused)")
 
 
 def parse_gpus(raw: str) -> list[str]:

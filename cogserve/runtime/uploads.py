@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from cogserve.runtime.outputs import mime_type
+from cogserve.runtime.handover import mime_type
 
 _client: httpx.AsyncClient | None = None
 

@@ -24,45 +24,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 from collections import deque
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 import cogserve
+from cogserve.envvars import env_duration, env_int
 from cogserve.netpolicy import BlockedAddress
 from cogserve.observability import spans
 from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
+from cogserve.runtime.states import Event, WebhookEvent
 
 if TYPE_CHECKING:
     import httpx
 
 log = logging.getLogger("cogserve")
 
-ALL_EVENTS = frozenset({"start", "output", "logs", "completed"})
+ALL_EVENTS = frozenset(WebhookEvent)
 USER_AGENT = f"cogserve/{cogserve.__version__}"
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
-# deliveries still queued or in flight, so a graceful shutdown can let them finish
-_active: set[asyncio.Task[None]] = set()
-_client: httpx.AsyncClient | None = None
 
+class Delivery(StrEnum):
+    """What a queued delivery is: only UPDATEs are throttled and may be superseded."""
 
-def _seconds(name: str, default: float) -> float:
-    """Read a duration: `0.5`, `0.5s` or `500ms` (Cog's variables use all three)."""
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    try:
-        if raw.endswith("ms"):
-            return float(raw[:-2]) / 1000
-        return float(raw.removesuffix("s"))
-    except ValueError:
-        log.warning("%s=%r is not a duration; using %g s", name, raw, default)
-        return default
+    START = "start"
+    UPDATE = "update"
+    COMPLETED = "completed"
 
 
 @dataclass(frozen=True)
@@ -75,46 +67,67 @@ class WebhookConfig:
 
     @classmethod
     def from_env(cls) -> WebhookConfig:
-        attempts = os.environ.get("COGSERVE_WEBHOOK_MAX_ATTEMPTS", "").strip()
         return cls(
-            interval=max(0.0, _seconds("COG_THROTTLE_RESPONSE_INTERVAL", 0.5)),
-            max_attempts=max(1, int(attempts)) if attempts.isdigit() else 6,
-            timeout=max(0.1, _seconds("COGSERVE_WEBHOOK_TIMEOUT", 10.0)),
+            interval=env_duration("COG_THROTTLE_RESPONSE_INTERVAL", 0.5, minimum=0),
+            max_attempts=env_int("COGSERVE_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1) or 6,
+            timeout=max(0.1, env_duration("COGSERVE_WEBHOOK_TIMEOUT", 10.0, minimum=0)),
         )
 
 
-def client() -> httpx.AsyncClient:
-    """One pooled client for every webhook; connections are unbounded because each
-    sender has at most one request in flight, so their number is bounded by the
-    number of predictions with a webhook, and one hanging receiver must not take
-    the pool from the others."""
-    global _client
-    if _client is None:
-        import httpx  # imported on first use: it costs 25 ms of every server's start
+class Webhooks:
+    """The server's webhook deliveries: the config, one pooled client, the senders'
+    tasks (so a graceful shutdown can let them finish)."""
 
-        from cogserve.runtime import resolver
+    def __init__(self, config: WebhookConfig, bus: EventBus | None = None) -> None:
+        self.config = config
+        self.bus = bus or EventBus()  # delivery outcomes, for metrics
+        self.active: set[asyncio.Task[None]] = set()
+        self._client: httpx.AsyncClient | None = None
 
-        _client = httpx.AsyncClient(
-            # names resolve in cogserve's bounded resolver: a dead DNS name cannot starve
-            # other webhooks or hold the exit; addresses are checked by the URL policy
-            transport=resolver.transport(
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32)),
-            headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
-            follow_redirects=False,
-        )
-    return _client
+    def listener(self, url: str, events: frozenset[WebhookEvent] | None) -> WebhookSender:
+        """The sender for a request that names a webhook (`CogRoutes.webhook_listener`)."""
+        return WebhookSender(url, events, self)
+
+    def client(self) -> httpx.AsyncClient:
+        """One pooled client for every webhook; connections are unbounded because each
+        sender has at most one request in flight, so their number is bounded by the
+        number of predictions with a webhook, and one hanging receiver must not take
+        the pool from the others."""
+        if self._client is None:
+            import httpx  # imported on first use: it costs 25 ms of every server's start
+
+            from cogserve.runtime import resolver
+
+            self._client = httpx.AsyncClient(
+                # names resolve in cogserve's bounded resolver: a dead DNS name cannot starve
+                # other webhooks or hold the exit; addresses are checked by the URL policy
+                transport=resolver.transport(
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=32)),
+                headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
+                follow_redirects=False,
+            )
+        return self._client
+
+    def track(self, task: asyncio.Task[None]) -> None:
+        self.active.add(task)
+        task.add_done_callback(self.active.discard)
+
+    async def drain(self, timeout: float) -> None:
+        """Let queued deliveries finish (bounded), e.g. before the server exits."""
+        if self.active:
+            await asyncio.wait(set(self.active), timeout=timeout)
 
 
 class WebhookSender:
     """The webhook deliveries of one prediction (a Prediction listener)."""
 
-    def __init__(self, url: str, events: frozenset[str] | None, config: WebhookConfig,
-                 bus: EventBus | None = None) -> None:
+    def __init__(self, url: str, events: frozenset[WebhookEvent] | None,
+                 webhooks: Webhooks) -> None:
         self.url = url
-        self.bus = bus or EventBus()
         self.events = ALL_EVENTS if events is None else events
-        self.config = config
-        self.queue: deque[tuple[str, bytes]] = deque()  # (start|update|completed, body)
+        self.webhooks = webhooks
+        self.config = webhooks.config
+        self.queue: deque[tuple[Delivery, bytes]] = deque()
         self.task: asyncio.Task[None] | None = None
         self.dirty = False  # a throttled change not yet queued
         self.timer: asyncio.TimerHandle | None = None
@@ -123,25 +136,25 @@ class WebhookSender:
 
     # ------------------------------------------------------------ listener
 
-    def __call__(self, prediction: Prediction, event: str, payload: dict[str, Any]) -> None:
-        if event == "output":
-            if "output" in self.events:
+    def __call__(self, prediction: Prediction, event: Event, payload: dict[str, Any]) -> None:
+        if event is Event.OUTPUT:
+            if WebhookEvent.OUTPUT in self.events:
                 self._changed(prediction)
-        elif event == "log":
-            if "logs" in self.events:
+        elif event is Event.LOG:
+            if WebhookEvent.LOGS in self.events:
                 self._changed(prediction)
-        elif event == "start":
+        elif event is Event.START:
             self.headers = prediction.context
-            if "start" in self.events:
-                self._push("start", prediction)
-        elif event == "completed":
+            if WebhookEvent.START in self.events:
+                self._push(Delivery.START, prediction)
+        elif event is Event.COMPLETED:
             if self.timer is not None:
                 self.timer.cancel()
                 self.timer = None
-            if "completed" in self.events:
-                self._push("completed", prediction)
+            if WebhookEvent.COMPLETED in self.events:
+                self._push(Delivery.COMPLETED, prediction)
             elif self.dirty:
-                self._push("update", prediction)
+                self._push(Delivery.UPDATE, prediction)
             self.dirty = False
 
     def _changed(self, prediction: Prediction) -> None:
@@ -164,18 +177,17 @@ class WebhookSender:
     def _update(self, prediction: Prediction) -> None:
         self.dirty = False
         self.last_update = asyncio.get_running_loop().time()
-        self._push("update", prediction)
+        self._push(Delivery.UPDATE, prediction)
 
-    def _push(self, kind: str, prediction: Prediction) -> None:
+    def _push(self, kind: Delivery, prediction: Prediction) -> None:
         body = orjson.dumps(prediction.to_dict())
-        if kind == "update" and self.queue and self.queue[-1][0] == "update":
+        if kind is Delivery.UPDATE and self.queue and self.queue[-1][0] is Delivery.UPDATE:
             self.queue[-1] = (kind, body)  # not sent yet: the newer state replaces it
         else:
             self.queue.append((kind, body))
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._run())
-            _active.add(self.task)
-            self.task.add_done_callback(_active.discard)
+            self.webhooks.track(self.task)
 
     # ------------------------------------------------------------ delivery
 
@@ -187,14 +199,14 @@ class WebhookSender:
         finally:
             self.task = None
 
-    async def _deliver(self, kind: str, body: bytes) -> None:
+    async def _deliver(self, kind: Delivery, body: bytes) -> None:
         """One event, retried as needed; a span (with tracing on) covers all attempts and
         its context is the `traceparent` sent, as the incoming one is without tracing."""
         with spans.client_span("webhook", self.headers, **{"cog.webhook.event": kind}) \
                 as headers:
             await self._attempts(kind, body, headers)
 
-    async def _attempts(self, kind: str, body: bytes, headers: dict[str, str]) -> None:
+    async def _attempts(self, kind: Delivery, body: bytes, headers: dict[str, str]) -> None:
         import httpx
 
         config = self.config
@@ -202,8 +214,8 @@ class WebhookSender:
         for attempt in range(config.max_attempts):
             retry_after = 0.0
             try:
-                response = await client().post(self.url, content=body, headers=headers,
-                                                timeout=config.timeout)
+                response = await self.webhooks.client().post(
+                    self.url, content=body, headers=headers, timeout=config.timeout)
                 if response.status_code not in _RETRY_STATUSES:
                     if response.status_code >= 400:
                         log.warning("webhook %s answered HTTP %d; not retrying", self.url,
@@ -223,7 +235,7 @@ class WebhookSender:
                 log.warning("webhook %s cannot be sent: %s", self.url, exc)
                 self._outcome(WebhookOutcome.FAILED)
                 return
-            if kind == "update" and self.queue:
+            if kind is Delivery.UPDATE and self.queue:
                 return  # a newer state is queued; it supersedes this one
             if attempt + 1 < config.max_attempts:
                 self._outcome(WebhookOutcome.RETRIED)
@@ -234,7 +246,7 @@ class WebhookSender:
         self._outcome(WebhookOutcome.FAILED)
 
     def _outcome(self, outcome: WebhookOutcome) -> None:
-        self.bus.emit(RuntimeEvent.WEBHOOK_ATTEMPT, outcome=outcome)
+        self.webhooks.bus.emit(RuntimeEvent.WEBHOOK_ATTEMPT, outcome=outcome)
 
 
 def _blocked(exc: BaseException | None) -> bool:
@@ -250,19 +262,3 @@ def _retry_after(response: httpx.Response) -> float:
         return float(response.headers.get("retry-after", "0"))
     except ValueError:
         return 0.0
-
-
-def listener_factory(config: WebhookConfig | None = None, bus: EventBus | None = None) -> Any:
-    """What `CogRoutes.webhook_listener` calls for a request that names a webhook."""
-    chosen = config or WebhookConfig.from_env()
-
-    def make(url: str, events: frozenset[str] | None) -> WebhookSender:
-        return WebhookSender(url, events, chosen, bus)
-
-    return make
-
-
-async def drain(timeout: float) -> None:
-    """Let queued deliveries finish (bounded), e.g. before the server exits."""
-    if _active:
-        await asyncio.wait(set(_active), timeout=timeout)

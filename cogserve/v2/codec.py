@@ -76,7 +76,8 @@ def flatten(data: Any, where: str) -> list[Any]:
         if not all(type(row) is list for row in data):
             raise TensorError(f"{where}: data mixes nested arrays and values")
         data = list(chain.from_iterable(data))
-    return data
+    flat: list[Any] = data
+    return flat
 
 
 class Tensor:
@@ -128,8 +129,8 @@ def read_tensor(spec: Any, binary: memoryview, offset: int) -> tuple[Tensor, int
         raise TensorError(f"an input has no name: {_short(spec)}")
     where = f"input {name!r}"
     dtype = datatype(spec.get("datatype"), where)
-    shape = spec.get("shape")
-    count = element_count(shape, where)
+    count = element_count(spec.get("shape"), where)
+    shape: list[int] = spec["shape"]  # element_count checked it
     params = spec.get("parameters") or {}
     if not isinstance(params, dict):
         raise TensorError(f"{where}: parameters must be an object")
@@ -236,7 +237,7 @@ def _as_bytes(value: Any, where: str) -> bytes:
 _INF32 = (array("f", [float("inf")]).tobytes(), array("f", [float("-inf")]).tobytes())
 
 
-def _has_infinity(packed: array) -> bool:
+def _has_infinity(packed: array[Any]) -> bool:
     """An FP32 infinity in packed data: a byte search (C speed) instead of min()/max()."""
     data = packed.tobytes()
     for pattern in _INF32:

@@ -4,13 +4,14 @@ It is a second front end on the same runtime, not a second runtime: an inference
 request becomes the Cog input dict, goes through the same validator, takes a slot
 with `Service.create` and waits on `prediction.done`, exactly as a Cog prediction.
 Health and readiness are the runtime's health, so they work as Kubernetes probes.
+What the runtime refuses (`Refusal`) becomes V2's error shape in `refusal_error`, the
+one place this front end maps it.
 """
 
 from __future__ import annotations
 
 import base64
 import os
-import tempfile
 import zlib
 from typing import Any
 
@@ -18,20 +19,49 @@ import orjson
 
 import cogserve
 from cogserve import jsoncodec, protocol
-from cogserve.http.cog_routes import _wait_or_disconnect
-from cogserve.http.responses import PREDICTION_KEY, HTTPError, header, read_body, send_json
+from cogserve.http.asgi import Receive, Scope, Send
+from cogserve.http.disconnect import wait_or_cancel
+from cogserve.http.responses import (
+    PREDICTION_KEY,
+    HTTPError,
+    RequestError,
+    header,
+    read_body,
+    send_json,
+)
+from cogserve.runtime import handover
+from cogserve.runtime.errors import (
+    AlreadyRunning,
+    AtCapacity,
+    InputNotSendable,
+    NotReady,
+    QueueFull,
+    Refusal,
+    UnknownPrediction,
+)
 from cogserve.runtime.events import RuntimeEvent
-from cogserve.runtime.service import Service, ServiceError, generate_id
+from cogserve.runtime.service import Service, generate_id
+from cogserve.runtime.states import DEAD, SERVING
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ModelMetadata, PackedTensor
+from cogserve.validation import ErrorKind
 
 EXTENSIONS = ["binary_tensor_data", "parameters"]
-_LIVE_DEAD = ("SETUP_FAILED", "DEFUNCT")  # the process is up but can never serve again
 
 
-def model_name(service: Service) -> str:
-    """--model-name, else the last part of cog.yaml's `image` (no tag), else the folder."""
-    return service.settings.model_name or service.config.default_name()
+def refusal_error(exc: Refusal) -> TensorError:
+    """The runtime's refusal in V2's error shape: {"error": message} with its status."""
+    if isinstance(exc, NotReady):
+        return TensorError(str(exc), 503)
+    if isinstance(exc, AtCapacity | AlreadyRunning):
+        return TensorError(str(exc), 409)
+    if isinstance(exc, QueueFull):
+        return TensorError(str(exc), 429)
+    if isinstance(exc, InputNotSendable):
+        return TensorError(str(exc), 422)
+    if isinstance(exc, UnknownPrediction):
+        return TensorError(str(exc), 404)
+    return TensorError(str(exc))
 
 
 class V2Routes:
@@ -56,14 +86,18 @@ class V2Routes:
         assert self._metadata is not None
         return self._metadata
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await self._dispatch(scope, receive, send)
+            try:
+                await self._dispatch(scope, receive, send)
+            except Refusal as exc:
+                raise refusal_error(exc) from None
         except TensorError as exc:
             await send_json(send, exc.status, {"error": exc.message})
-        except HTTPError as exc:  # body too large, client gone while sending
-            error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
-            await send_json(send, exc.status, {"error": error}, exc.headers)
+        except RequestError as exc:  # body too large, client gone while sending
+            await send_json(send, exc.status, {"error": exc.message})
+        except HTTPError as exc:  # 405 from `_only`
+            await send_json(send, exc.status, exc.body, exc.headers)
 
     def route_of(self, path: str) -> str:
         """The route template of a path under /v2 (for metrics and access logs)."""
@@ -84,7 +118,7 @@ class V2Routes:
         return f"{template}/{rest[0]}" if len(rest) == 1 and rest[0] in ("ready", "infer") \
             else "other"
 
-    async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         parts = [p for p in scope["path"].split("/") if p][1:]  # after "v2"
         method = scope["method"]
         if not parts:
@@ -106,7 +140,7 @@ class V2Routes:
             _only(method, "GET")
             ready = await self._is_ready()
             await send_json(send, 200 if ready else 503,
-                            {"name": model_name(self.service), "ready": ready})
+                            {"name": self.service.model_name, "ready": ready})
         elif rest == "infer":
             _only(method, "POST")
             try:
@@ -114,14 +148,14 @@ class V2Routes:
             finally:  # refused before a prediction was made, or the prediction's status
                 made = scope.get(PREDICTION_KEY)
                 service = self.service
-                service.events.emit(RuntimeEvent.V2_INFERENCE, model=model_name(service),
+                service.events.emit(RuntimeEvent.V2_INFERENCE, model=service.model_name,
                                     outcome=made.status if made is not None else "rejected")
         else:
             raise TensorError("Not Found", 404)
 
     def _model_path(self, parts: list[str]) -> str:
         """Check name (and version) in the path; what follows them: "", "ready" or "infer"."""
-        name = model_name(self.service)
+        name = self.service.model_name
         if parts[0] != name:
             raise TensorError(f"unknown model {parts[0]!r}; this server serves {name!r}", 404)
         rest = parts[1:]
@@ -141,14 +175,14 @@ class V2Routes:
     # ------------------------------------------------------------ health and metadata
 
     async def _is_ready(self) -> bool:
-        if self.service.shutting_down or self.service.health not in ("READY", "BUSY"):
+        if self.service.shutting_down or self.service.health not in SERVING:
             return False
         doc = await self.service.health_document()  # runs the user healthcheck, if any
-        return doc["status"] in ("READY", "BUSY")
+        return doc["status"] in SERVING
 
-    async def _health(self, send: Any, which: str) -> None:
+    async def _health(self, send: Send, which: str) -> None:
         if which == "live":
-            live = self.service.status not in _LIVE_DEAD
+            live = self.service.status not in DEAD
             await send_json(send, 200 if live else 503, {"live": live})
         else:
             ready = await self._is_ready()
@@ -156,7 +190,7 @@ class V2Routes:
 
     def _model_metadata(self) -> dict[str, Any]:
         meta = self.metadata
-        doc: dict[str, Any] = {"name": model_name(self.service)}
+        doc: dict[str, Any] = {"name": self.service.model_name}
         if self.service.settings.model_version:
             doc["versions"] = [self.service.settings.model_version]
         doc["platform"] = "python_cogserve"
@@ -166,9 +200,9 @@ class V2Routes:
 
     # ------------------------------------------------------------ inference
 
-    async def _infer(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _infer(self, scope: Scope, receive: Receive, send: Send) -> None:
         service = self.service
-        _accepting(service)  # not ready: say so before anything else, as the Cog routes do
+        service.check_accepting()  # not ready: say so before anything else, as Cog's routes do
         meta = self.metadata
         body = _decode(await read_body(receive, scope, self.max_body), scope, self.max_body)
         head, binary = _split(body, header(scope, b"inference-header-content-length"))
@@ -179,22 +213,19 @@ class V2Routes:
                                    for k, v in raw_input.items()})
         if errors:
             raise TensorError("; ".join(
-                f"input {field.split('.')[0]!r}: " + ("missing (a required input)"
-                                                      if msg == "Field required" else msg)
-                for field, msg in errors))
+                f"input {e.field.split('.')[0]!r}: " + ("missing (a required input)"
+                                                        if e.kind is ErrorKind.MISSING
+                                                        else e.message)
+                for e in errors))
         requested = _requested_outputs(meta, request)
-        _accepting(service)
+        service.check_accepting()
         files: list[str] = []
         try:
-            try:
-                ready = {k: self._for_worker(v, files) if isinstance(v, PackedTensor) else v
-                         for k, v in raw_input.items()}
-                prediction = service.create(generate_id(), ready)
-            except ServiceError as exc:
-                raise _refused(exc) from None
+            ready = {k: self._for_worker(v, files) if isinstance(v, PackedTensor) else v
+                     for k, v in raw_input.items()}
+            prediction = service.create(generate_id(), ready)
             scope[PREDICTION_KEY] = prediction
-            if not await _wait_or_disconnect(prediction, receive):
-                service.cancel(prediction.id)
+            if not await wait_or_cancel(service, prediction, receive):
                 return
         finally:
             for path in files:  # the worker removes each file it read; this catches the rest
@@ -214,11 +245,8 @@ class V2Routes:
                 packed.datatype, packed.shape, protocol.TENSOR_ITEMS,
                 [base64.b64encode(item).decode() for item in packed.items])
         if packed.raw is not None and len(packed.raw) >= protocol.TENSOR_FILE_THRESHOLD:
-            fd, path = tempfile.mkstemp(prefix=protocol.TENSOR_SPILL_PREFIX,
-                                        dir=self.service.tmp_root)
+            path = handover.spill_tensor(packed.raw, self.service.tmp_root)
             files.append(path)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(packed.raw)
             return protocol.packed_tensor(packed.datatype, packed.shape, protocol.TENSOR_FILE,
                                           path)
         return protocol.packed_tensor(packed.datatype, packed.shape, protocol.TENSOR_B64,
@@ -257,7 +285,7 @@ class V2Routes:
                                         for name in missing))
         return raw_input
 
-    async def _respond(self, send: Any, meta: ModelMetadata, request: dict[str, Any],
+    async def _respond(self, send: Send, meta: ModelMetadata, request: dict[str, Any],
                        requested: dict[str, bool | None] | None, prediction: Any) -> None:
         params = request.get("parameters") or {}
         all_binary = params.get("binary_data_output") is True
@@ -282,7 +310,7 @@ class V2Routes:
             outputs.append(out)
             if blob is not None:
                 blobs.append(blob)
-        doc: dict[str, Any] = {"model_name": model_name(self.service)}
+        doc: dict[str, Any] = {"model_name": self.service.model_name}
         if self.service.settings.model_version:
             doc["model_version"] = self.service.settings.model_version
         request_id = request.get("id")
@@ -303,19 +331,6 @@ class V2Routes:
                         "more_body": i < len(blobs) - 1})
 
 
-def _accepting(service: Service) -> None:
-    try:
-        service.check_accepting()
-    except ServiceError as exc:
-        raise _refused(exc) from None
-
-
-def _refused(exc: ServiceError) -> TensorError:
-    """The runtime's refusal (503 not ready, 409 every slot busy) in V2's error shape."""
-    error = exc.body.get("error") if isinstance(exc.body, dict) else str(exc.body)
-    return TensorError(error or "the model cannot run now", exc.status)
-
-
 def _data_url_bytes(value: Any) -> Any:
     if isinstance(value, str) and value.startswith("data:"):
         head, _, payload = value.partition(",")
@@ -330,7 +345,7 @@ def _only(method: str, allowed: str) -> None:
                         [(b"allow", allowed.encode())])
 
 
-def _decode(body: bytes, scope: dict[str, Any], limit: int) -> bytes:
+def _decode(body: bytes, scope: Scope, limit: int) -> bytes:
     """Undo Content-Encoding gzip/deflate (tritonclient's request compression)."""
     encoding = (header(scope, b"content-encoding") or "").strip().lower()
     if encoding in ("", "identity"):

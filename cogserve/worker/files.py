@@ -23,12 +23,12 @@ import urllib.request
 from email.message import Message
 from typing import Any
 
-from cogserve import netpolicy
+from cogserve import envvars, netpolicy
 from cogserve.exceptions import FetchError
 from cogserve.worker.transfers import StopReason, Transfers, current
 
-DOWNLOAD_TIMEOUT = float(os.environ.get("COGSERVE_DOWNLOAD_TIMEOUT", "60"))
-DOWNLOAD_MAX_BYTES = int(float(os.environ.get("COGSERVE_DOWNLOAD_MAX_BYTES", str(1 << 30))))
+DOWNLOAD_TIMEOUT = envvars.download_timeout()
+DOWNLOAD_MAX_BYTES = envvars.download_max_bytes()
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CHUNK = 1 << 20
 
@@ -150,13 +150,16 @@ def _stopped(reason: StopReason, label: str, url: str) -> DownloadStopped:
                            reason)
 
 
-def _connect(address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,
+_DEFAULT_TIMEOUT: Any = socket._GLOBAL_DEFAULT_TIMEOUT  # type: ignore[attr-defined]
+
+
+def _connect(address: tuple[str, int], timeout: Any = _DEFAULT_TIMEOUT,
              source_address: tuple[str, int] | None = None) -> socket.socket:
     """Connect as http.client does, to an address the URL policy allows (after
     resolution, for every request and redirect), registered with this download's
     Transfers so that a cancel can shut it."""
     sock = netpolicy.create_connection(
-        address, None if timeout is socket._GLOBAL_DEFAULT_TIMEOUT else timeout,
+        address, None if timeout is _DEFAULT_TIMEOUT else timeout,
         source_address, _POLICY)
     owner: Transfers | None = getattr(current, "transfers", None)
     if owner is not None:

@@ -117,7 +117,8 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
     if kind == "list" and t.item is not None:
         return [_convert(spec, t.item, v, jobs, i) for i, v in enumerate(value)]
     if kind == "tensor":
-        from cogserve.v2.arrays import to_array  # numpy: only for models that declare tensors
+        # numpy: only for models that declare tensors
+        from cogserve.worker.tensors import to_array
 
         return to_array(value, t.tensor, spec.name)
     if kind == "union":
@@ -138,7 +139,8 @@ def weights_argument(setup: Any) -> dict[str, Any]:
     (cog.predictor.extract_setup_weights), whatever the parameter is annotated as, so a
     model that calls `requests.get(weights)` in setup() works unchanged."""
     import inspect
-    import os
+
+    from cogserve.envvars import env_text
 
     try:
         param = inspect.signature(setup).parameters.get("weights")
@@ -146,4 +148,4 @@ def weights_argument(setup: Any) -> dict[str, Any]:
         return {}
     if param is None:
         return {}
-    return {"weights": os.environ.get("COG_WEIGHTS") or None}
+    return {"weights": env_text("COG_WEIGHTS") or None}

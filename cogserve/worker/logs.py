@@ -97,7 +97,7 @@ class Router:
                 pass
 
     def current(self) -> LogTarget:
-        target = _target.get(None)
+        target: LogTarget | None = _target.get(None)
         if target is not None:
             return target
         return self.unattributed()
@@ -160,7 +160,8 @@ _drains: list[_Drain] = []
 
 def _pending(fd: int) -> int:
     try:
-        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        count: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        return count
     except OSError:
         return 0
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import traceback
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cogserve import jsoncodec, protocol
 from cogserve.exceptions import DefinitionError
@@ -181,7 +181,7 @@ def _control_loop(control: SyncChannel, handle: Any) -> None:
             handle(message)
 
 
-def _exit() -> None:
+def _exit() -> NoReturn:
     """End the worker now; buffered trace spans are sent first (os._exit skips atexit)."""
     spans = sys.modules.get("cogserve.observability.spans")
     if spans is not None:
@@ -276,4 +276,4 @@ async def _healthcheck_async(model: LoadedModel, control: SyncChannel, hid: Any)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -12,11 +12,11 @@ import dataclasses
 import io
 import os
 import pathlib
-import shutil
 from typing import Any
 
-from cogserve.protocol import FILE_KEY, OUTPUT_SPILL_PREFIX
+from cogserve.protocol import FILE_KEY
 from cogserve.signature import TypeSpec
+from cogserve.worker import handover
 
 # JSON carries what orjson can write: nesting below its limit of 254 levels (the output
 # sits inside the envelope, so a little less), integers in the signed/unsigned 64-bit range.
@@ -83,7 +83,7 @@ def encode(value: Any, t: TypeSpec, where: str = "output",
             return {FILE_KEY: str(path.resolve())}
         if isinstance(value, io.IOBase) or hasattr(value, "read"):
             found.append("file")
-            return {FILE_KEY: _spill(value)}
+            return {FILE_KEY: handover.spill_output(value)}
     elif kind == "secret":
         return str(value)
     elif kind == "list":
@@ -94,7 +94,8 @@ def encode(value: Any, t: TypeSpec, where: str = "output",
     elif kind == "object":
         return _encode_object(value, t, where, found)
     elif kind == "tensor":
-        from cogserve.v2.arrays import from_array  # numpy: only for models that declare tensors
+        # numpy: only for models that declare tensors
+        from cogserve.worker.tensors import from_array
 
         try:
             return from_array(value, t.tensor, where)
@@ -166,24 +167,6 @@ def _int_in_range(value: int, where: str) -> int:
         return value
     raise OutputTypeError(f"{where}: the integer {_short(value)} is outside the 64-bit range "
                           "JSON output supports; return it as a str or float")
-
-
-def _spill(handle: Any) -> str:
-    """Write a file-like output to its own folder (in the prediction's folder, which
-    `tempdirs` makes tempfile's default); the parent removes both once sent."""
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix=OUTPUT_SPILL_PREFIX)
-    name = pathlib.Path(str(getattr(handle, "name", "") or "output")).name or "output"
-    target = pathlib.Path(folder) / name
-    with open(target, "wb") as out:
-        if hasattr(handle, "seek"):
-            try:
-                handle.seek(0)
-            except (OSError, io.UnsupportedOperation):
-                pass
-        shutil.copyfileobj(handle, out)
-    return str(target)
 
 
 def _numpy_scalar(value: Any, kinds: str) -> bool:

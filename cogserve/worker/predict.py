@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import os
 import pathlib
 import shutil
 import signal
@@ -22,11 +21,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cogserve import ipc, jsoncodec, protocol
+from cogserve import ipc, protocol
 from cogserve.exceptions import CancelationException, FetchError
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
-from cogserve.worker import inputs, logs, outputs, tempdirs
+from cogserve.worker import handover, inputs, logs, outputs, tempdirs
 from cogserve.worker.logs import LogTarget, Router
 from cogserve.worker.transfers import StopReason, Transfers
 
@@ -130,17 +129,7 @@ class Job:
         self.send(protocol.metric(self.id, name, value, mode))
 
     def raw_input(self) -> dict[str, Any]:
-        spill = self.message.get("input_file")
-        if spill:
-            try:
-                with open(spill, "rb") as fh:
-                    return jsoncodec.loads(fh.read())
-            finally:
-                try:
-                    os.unlink(spill)
-                except OSError:
-                    pass
-        return self.message.get("input") or {}
+        return handover.read_input(self.message)
 
     def tmpdir(self) -> pathlib.Path:
         """This prediction's folder (inputs, and the model's tempfile files), made on first use."""

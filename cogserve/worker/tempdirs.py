@@ -43,8 +43,8 @@ def _install() -> None:
     global _installed
     # tempfile's own functions look these names up in the module, so this covers
     # mkstemp, mkdtemp, NamedTemporaryFile, TemporaryDirectory and SpooledTemporaryFile.
-    tempfile.gettempdir = _gettempdir  # type: ignore[assignment]
-    tempfile.gettempdirb = _gettempdirb  # type: ignore[assignment]
+    tempfile.gettempdir = _gettempdir
+    tempfile.gettempdirb = _gettempdirb
     _installed = True
 
 

@@ -13,9 +13,10 @@ Standard library only and no urllib: every worker imports this module.
 from __future__ import annotations
 
 import enum
-import os
 import socket
 import threading
+
+from cogserve import envvars
 
 
 class StopReason(enum.Enum):
@@ -23,15 +24,7 @@ class StopReason(enum.Enum):
     DEADLINE = "the downloads took longer than COGSERVE_DOWNLOAD_DEADLINE"
 
 
-def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip().rstrip("s")
-    try:
-        return float(raw) if raw else default
-    except ValueError:
-        return default
-
-
-DOWNLOAD_DEADLINE = _seconds("COGSERVE_DOWNLOAD_DEADLINE", 600.0)
+DOWNLOAD_DEADLINE = envvars.download_deadline()
 
 
 class Transfers:

@@ -9,20 +9,17 @@ million floats become an array with one decode and one copy, never a Python list
 from __future__ import annotations
 
 import base64
-import os
-import pathlib
 from typing import Any
 
 import numpy as np
 
 from cogserve.protocol import (
-    SERVER_DIR_PREFIX,
     TENSOR_B64,
     TENSOR_FILE,
     TENSOR_ITEMS,
     TENSOR_KEY,
-    TENSOR_SPILL_PREFIX,
 )
+from cogserve.worker import handover
 
 NUMPY_DTYPES: dict[str, Any] = {
     "BOOL": np.dtype(np.bool_), "UINT8": np.dtype("<u1"), "UINT16": np.dtype("<u2"),
@@ -67,18 +64,12 @@ def to_array(value: Any, declared: Declared, name: str) -> np.ndarray:
 
 
 def _from_file(path: str, dtype: Any) -> np.ndarray:
-    """Read (and remove) the parent's spill file; only ever one of its own tensor files."""
-    where = pathlib.Path(path)
-    if not (where.name.startswith(TENSOR_SPILL_PREFIX)
-            and where.parent.name.startswith(SERVER_DIR_PREFIX)):
-        raise ValueError(f"refusing to read tensor data from {path!r}")
+    """Read (and remove) the parent's spill file of a packed tensor."""
+    where = handover.spilled_tensor(path)
     try:
         return np.fromfile(where, dtype=dtype)
     finally:
-        try:
-            os.unlink(where)
-        except OSError:
-            pass
+        handover.remove(where)
 
 
 def _bytes_items(value: Any) -> Any:

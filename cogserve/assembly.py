@@ -1,0 +1,72 @@
+"""Assemble the server: the Service, and the app with Cog's routes, their optional
+features, V2 and the playground.
+
+Each feature lives in its own module and is wired in here, explicitly, when the app
+is built, so `http/app.py` stays a router and the hot path pays nothing for features a
+request does not use (a prediction without a webhook gets no sender; a model that
+does not stream gets no SSE history). It sits above both front ends (`cogserve.http`,
+`cogserve.v2`), so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from cogserve.config import ModelConfig
+from cogserve.http.app import App, ItemHandler
+from cogserve.http.cog_routes import CogRoutes
+from cogserve.runtime.service import Service, Settings
+
+WEBHOOK_DRAIN_SECONDS = 10.0
+DEFAULT_MAX_BODY = 128 * 1024 * 1024
+
+
+def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_BODY
+          ) -> tuple[App, Service, asyncio.Event]:
+    """The service, its app, and the event that asks the server to shut down."""
+    service = Service(config, settings)
+    stop = asyncio.Event()
+    app = build_app(service, max_body=max_body, on_shutdown=stop.set)
+    return app, service, stop
+
+
+def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None]) -> App:
+    """The ASGI app for `service`: routes, features and mounts, all passed in."""
+    from cogserve.http import security, sse
+    from cogserve.runtime import webhooks
+    from cogserve.v2.routes import V2Routes
+
+    # webhooks: only requests that name one get a sender; queued deliveries get
+    # WEBHOOK_DRAIN_SECONDS to finish on a graceful shutdown
+    senders = webhooks.Webhooks(webhooks.WebhookConfig.from_env(), bus=service.events)
+    service.on_drain.append(lambda: senders.drain(WEBHOOK_DRAIN_SECONDS))
+    cog = CogRoutes(service, max_body, on_shutdown,
+                    webhook_listener=senders.listener,
+                    # `Accept: text/event-stream` on /predictions (streaming models; others 406)
+                    sse_handler=sse.handler(service))
+    # access control: the bearer token and the /shutdown switch
+    access = security.AccessConfig.from_env()
+    guard = security.guard(access)
+    routes: dict[str, dict[str, Any]] = security.routes(access)
+    prefixed: list[tuple[str, ItemHandler]] = []
+    if service.settings.playground:  # the browser playground at /docs (--no-playground)
+        from cogserve.http import playground
+
+        page = playground.Playground(service, max_body)
+        pages, assets = playground.routes(page)
+        routes.update(pages)
+        prefixed.append(assets)
+        if guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
+            guard.allow(*pages, *(assets[0] + name for name in page.assets))
+    app = App(service, cog, routes=routes, prefixed=prefixed,
+              # the Open Inference Protocol on the same service
+              mounts=[("/v2", V2Routes(service, max_body))], guard=guard)
+    # metrics (/metrics), the access log and, when asked for, OpenTelemetry traces: an
+    # observer wrapped around the app's request handling
+    from cogserve import observability
+
+    options = service.settings.observability or observability.ObservabilityOptions()
+    observability.install(app, options)
+    return app

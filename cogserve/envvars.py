@@ -1,0 +1,100 @@
+"""Environment variables: the one reader, and its one rule for bad values.
+
+Every variable cogserve reads goes through these functions. The rule: unset or empty
+means the default; a value that does not parse, or is below the variable's minimum, is
+refused with a `DefinitionError` that names the variable and the value. The command
+line prints it as `error: ...` and exits 1, so a typo stops the server at start
+instead of being ignored. (A variable only the worker reads fails the prediction that
+reads it, with the same message.)
+
+Standard library only: the worker imports this before the model.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cogserve.exceptions import DefinitionError
+
+_YES = ("1", "true", "yes", "on")
+
+
+def env_text(name: str, default: str = "") -> str:
+    return os.environ.get(name, "").strip() or default
+
+
+def env_flag(name: str) -> bool:
+    """A yes/no variable: 1, true, yes, on (any case) are yes; anything else is no."""
+    return os.environ.get(name, "").strip().lower() in _YES
+
+
+def env_float(name: str, default: float | None, *, minimum: float | None = None
+              ) -> float | None:
+    """A number; a trailing `s` (seconds) is allowed."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw.removesuffix("s"))
+    except ValueError:
+        raise DefinitionError(f"environment variable {name}={raw!r} is not a number") from None
+    return _at_least(name, raw, value, minimum)
+
+
+def env_int(name: str, default: int | None, *, minimum: int | None = None) -> int | None:
+    """A whole number (`2.0` and `1e6` are accepted: they are whole)."""
+    value = env_float(name, None, minimum=minimum)
+    if value is None:
+        return default
+    if not value.is_integer():
+        raise DefinitionError(f"environment variable {name}={os.environ[name]!r} is not a "
+                              "whole number")
+    return int(value)
+
+
+def env_duration(name: str, default: float, *, minimum: float | None = None) -> float:
+    """Seconds: `0.5`, `0.5s` or `500ms` (Cog's variables use all three)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    try:
+        value = float(raw[:-2]) / 1000 if raw.endswith("ms") else float(raw.removesuffix("s"))
+    except ValueError:
+        raise DefinitionError(f"environment variable {name}={raw!r} is not a duration (say "
+                              "0.5, 0.5s or 500ms)") from None
+    result = _at_least(name, raw, value, minimum)
+    assert result is not None
+    return result
+
+
+def _at_least(name: str, raw: str, value: float, minimum: float | None) -> float:
+    if value != value or (minimum is not None and value < minimum):  # NaN, or too small
+        raise DefinitionError(f"environment variable {name}={raw!r} must be at least "
+                              f"{minimum:g}" if minimum is not None else
+                              f"environment variable {name}={raw!r} is not a number")
+    return value
+
+
+# ---------------------------------------------------------------- read by the worker
+# The parent calls `check_worker_variables` at start, so a bad value stops the server
+# there rather than failing the first prediction that downloads a file.
+
+
+def download_timeout() -> float:
+    """Seconds per socket operation of a file input download."""
+    return env_duration("COGSERVE_DOWNLOAD_TIMEOUT", 60.0, minimum=0)
+
+
+def download_max_bytes() -> int:
+    return env_int("COGSERVE_DOWNLOAD_MAX_BYTES", 1 << 30, minimum=0) or 0
+
+
+def download_deadline() -> float:
+    """Seconds all of a prediction's downloads may take together."""
+    return env_duration("COGSERVE_DOWNLOAD_DEADLINE", 600.0, minimum=0)
+
+
+def check_worker_variables() -> None:
+    download_timeout()
+    download_max_bytes()
+    download_deadline()

@@ -1,0 +1,52 @@
+"""Environment variables: unset or empty is the default; a bad value is refused by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from cogserve.envvars import env_duration, env_flag, env_float, env_int, env_text
+from cogserve.exceptions import DefinitionError
+
+NAME = "COGSERVE_TEST_VARIABLE"
+
+
+def test_unset_and_empty_mean_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(NAME, raising=False)
+    assert env_float(NAME, 1.5) == 1.5 and env_int(NAME, 3) == 3
+    assert env_duration(NAME, 0.5) == 0.5 and env_text(NAME, "x") == "x"
+    assert env_flag(NAME) is False
+    monkeypatch.setenv(NAME, "  ")
+    assert env_int(NAME, None) is None and env_duration(NAME, 2.0) == 2.0
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("0.5", 0.5), ("0.5s", 0.5), ("500ms", 0.5),
+                                              ("2", 2.0)])
+def test_durations(monkeypatch: pytest.MonkeyPatch, raw: str, seconds: float) -> None:
+    monkeypatch.setenv(NAME, raw)
+    assert env_duration(NAME, 9.0) == seconds
+
+
+@pytest.mark.parametrize(("reader", "raw", "words"), [
+    (lambda: env_float(NAME, 1.0), "fast", "is not a number"),
+    (lambda: env_int(NAME, 1), "2.5", "is not a whole number"),
+    (lambda: env_int(NAME, 1, minimum=0), "-1", "must be at least 0"),
+    (lambda: env_duration(NAME, 1.0), "soon", "is not a duration"),
+    (lambda: env_float(NAME, 1.0), "nan", "is not a number"),
+])
+def test_a_bad_value_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch, reader,
+                                                    raw: str, words: str) -> None:
+    monkeypatch.setenv(NAME, raw)
+    with pytest.raises(DefinitionError) as caught:
+        reader()
+    assert NAME in str(caught.value) and repr(raw) in str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_whole_numbers_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(NAME, "1e3")
+    assert env_int(NAME, None) == 1000
+    for raw in ("1", "true", "YES", "on"):
+        monkeypatch.setenv(NAME, raw)
+        assert env_flag(NAME)
+    monkeypatch.setenv(NAME, "0")
+    assert not env_flag(NAME)
