@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from cogserve.runtime.backlog import Backlog
-from cogserve.runtime.pool import Pool, WorkerState
+from cogserve.runtime.pool import Member, Pool, Slot, WorkerState
 from cogserve.runtime.service import parse_gpus
 
 
@@ -13,7 +13,12 @@ def _ready(pool: Pool, *free: int) -> None:
     for member, slots in zip(pool.members, free, strict=True):
         member.state = WorkerState.READY
         member.slots = 4
-        member.free = slots
+        for _ in range(4 - slots):
+            member.acquire()
+
+
+def _fill(member: Member) -> list[Slot]:
+    return [member.acquire() for _ in range(member.free)]
 
 
 def test_pick_routes_to_the_least_loaded_serving_worker() -> None:
@@ -24,7 +29,7 @@ def test_pick_routes_to_the_least_loaded_serving_worker() -> None:
     assert pool.pick() is pool.members[2]
     pool.members[2].state = WorkerState.STARTING
     assert pool.pick() is pool.members[0]
-    pool.members[0].free = 0
+    _fill(pool.members[0])
     assert pool.pick() is None
     assert pool.free == 0
 
@@ -34,8 +39,25 @@ def test_single_worker_pick() -> None:
     assert pool.pick() is None  # still starting
     _ready(pool, 1)
     assert pool.pick() is pool.members[0]
-    pool.members[0].free = 0
+    _fill(pool.members[0])
     assert pool.pick() is None
+
+
+def test_a_slot_is_a_permit_that_returns_itself() -> None:
+    pool = Pool(1)
+    _ready(pool, 4)
+    member = pool.members[0]
+    slots = _fill(member)
+    assert member.free == 0 and member.in_use == 4 and not member.idle
+    slots[0].release()
+    slots[0].release()  # twice is once
+    assert member.free == 1 and pool.pick() is member
+    for slot in slots[1:]:
+        slot.release()
+    assert member.idle and member.free == 4
+    member.acquire()
+    member.state = WorkerState.DEFUNCT
+    assert member.free == 0 and pool.free == 0  # nothing is free until it is ready
 
 
 def test_state_is_derived_from_the_workers() -> None:

@@ -202,7 +202,7 @@ class _ServiceState(Collector):
         yield GaugeMetricFamily("cogserve_slots", "Prediction slots of the ready workers",
                                 value=sum(m.slots for m in ready))
         yield GaugeMetricFamily("cogserve_slots_in_use", "Prediction slots running a "
-                                "prediction now", value=sum(m.slots - m.free for m in ready))
+                                "prediction now", value=sum(m.in_use for m in ready))
         yield GaugeMetricFamily("cogserve_workers_ready", "Worker processes ready to serve",
                                 value=len(ready))
         backlog = service.backlog

@@ -1,11 +1,13 @@
 """The worker processes of one server (`--workers N`) and the state of each.
 
 The pool is the one owner of worker state: which workers exist, whether each is
-starting, ready or gone, and how many of its slots are free. `Service` decides what a
-worker's message or exit means for predictions; the pool answers where the next
-prediction goes (the least-loaded ready worker) and what the whole server's state is.
-With one worker (the default) every question is answered from `members[0]`, so the
-single-worker path costs what it did before pools existed.
+starting, ready or gone, and which of its slots are taken. A slot is a value (`Slot`,
+like coglet's permit): taking one from a member gives the permit, releasing the permit
+is the only way back, and a member's free count is derived from the permits out.
+`Service` decides what a worker's message or exit means for predictions; the pool
+answers where the next prediction goes (the least-loaded ready worker) and what the
+whole server's state is. With one worker (the default) every question is answered from
+`members[0]`, so the single-worker path costs what it did before pools existed.
 """
 
 from __future__ import annotations
@@ -35,14 +37,25 @@ class Restart(enum.Enum):
 
 
 @dataclass(eq=False)
+class Slot:
+    """A permit to run one prediction on `member`. `release` gives it back (twice is
+    once); nothing else changes how many slots a member has free."""
+
+    member: Member
+
+    def release(self) -> None:
+        self.member._held.discard(self)
+
+
+@dataclass(eq=False)
 class Member:
-    """One worker process slot of the pool; replaced processes keep the member."""
+    """One worker process of the pool; replaced processes keep the member."""
 
     index: int
     process: WorkerProcess | None = None
     state: WorkerState = WorkerState.STARTING
-    slots: int = 1
-    free: int = 0
+    slots: int = 1  # its concurrency, from the worker's schema message
+    _held: set[Slot] = field(default_factory=set, repr=False)  # permits out
     restart: Restart = Restart.NONE
     draining: bool = False  # reload pending: takes no new predictions
     tmpdir: str = ""  # its TMPDIR, emptied whenever it (re)starts
@@ -54,8 +67,26 @@ class Member:
         return f"worker {self.index}"
 
     @property
+    def in_use(self) -> int:
+        """Slots taken (permits not yet released)."""
+        return len(self._held)
+
+    @property
+    def free(self) -> int:
+        """Slots a new prediction could take: none unless the worker is ready."""
+        if self.state is not WorkerState.READY:
+            return 0
+        return self.slots - len(self._held)
+
+    @property
     def idle(self) -> bool:
-        return self.free >= self.slots
+        return not self._held
+
+    def acquire(self) -> Slot:
+        """Take a slot (the caller checked `free`); release the permit to give it back."""
+        slot = Slot(self)
+        self._held.add(slot)
+        return slot
 
     @property
     def serving(self) -> bool:
@@ -110,5 +141,5 @@ class Pool:
         """Each worker for /health-check (shown when there is more than one)."""
         return [{"id": m.index, "status": m.state.value,
                  "pid": m.process.pid if m.process is not None else None,
-                 "busy": max(0, m.slots - m.free) if m.state is WorkerState.READY else 0}
+                 "busy": m.in_use if m.state is WorkerState.READY else 0}
                 for m in self.members]

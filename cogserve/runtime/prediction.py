@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogserve.metrics import apply_metric
 from cogserve.runtime.states import TERMINAL, Event, Status, WebhookEvent
+
+if TYPE_CHECKING:
+    from cogserve.runtime.pool import Slot
 
 # (event, payload): see `Event` for each event's payload
 Listener = Callable[["Prediction", Event, dict[str, Any]], None]
@@ -33,7 +36,7 @@ class Prediction:
         "id", "kind", "input", "status", "output", "_outputs", "iterator", "_logs", "error",
         "metrics", "created_at", "started_at", "completed_at", "predict_time", "webhook",
         "webhook_events_filter", "output_file_prefix", "listeners", "done", "tail",
-        "context", "cancel_requested", "worker", "timeout", "deadline", "deadline_passed",
+        "context", "cancel_requested", "slot", "timeout", "deadline", "deadline_passed",
     )
 
     def __init__(
@@ -70,7 +73,7 @@ class Prediction:
         self.tail: asyncio.Task[None] | None = None  # serialises slow (file) events
         self.context = context or {}  # trace headers and such, passed on to webhooks
         self.cancel_requested = False
-        self.worker: Any = None  # the pool member running it (runtime/pool.py); None: queued
+        self.slot: Slot | None = None  # the worker slot it holds (runtime/pool.py); None: queued
         self.timeout: float | None = None  # seconds it may run (--predict-timeout, per request)
         self.deadline: asyncio.TimerHandle | None = None
         self.deadline_passed = False

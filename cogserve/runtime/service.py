@@ -221,7 +221,6 @@ class Service:
         member.in_setup_document = self._setup_open
         member.restart = Restart.NONE
         member.draining = False
-        member.free = 0
         if self._config_error is not None:  # --reload read a broken cog.yaml
             member.state = WorkerState.SETUP_FAILED
             if self._config_error not in self._setup_logs:
@@ -416,8 +415,7 @@ class Service:
         elif kind == FromWorker.READY:
             if member.state is WorkerState.STARTING:
                 self._cancel_setup_timer(member)
-                member.free = member.slots
-                member.state = WorkerState.READY
+                member.state = WorkerState.READY  # its slots are free from now
                 if len(self.pool) > 1:
                     log.info("%s is ready (pid %s)", member.label,
                              member.process.pid if member.process else None)
@@ -518,9 +516,10 @@ class Service:
         the prediction (which wakes its waiters)."""
         ended_before = prediction.terminal  # then it is not announced a second time
         if self.predictions.pop(prediction.id, None) is not None:
-            member = prediction.worker
-            if member is not None:
-                member.free += 1
+            slot = prediction.slot
+            if slot is not None:
+                slot.release()
+                member = slot.member
                 if member.draining and member.idle:
                     self._stop_drained(member)
                 if self.backlog is not None:
@@ -552,7 +551,8 @@ class Service:
     def _on_exit(self, member: Member, code: int | None) -> None:
         how = describe_exit(code)
         self._cancel_setup_timer(member)
-        mine = [p for p in self.predictions.values() if p.worker is member]
+        mine = [p for p in self.predictions.values()
+                if p.slot is not None and p.slot.member is member]
         # a crash is an exit nobody asked for: not a shutdown, a restart (an ignored
         # cancel, a reload), a setup timeout, or a worker ending after a fatal load error
         self.events.emit(RuntimeEvent.WORKER_EXITED, expected=self.shutting_down
@@ -578,8 +578,7 @@ class Service:
         else:
             reason = f"the worker process {how}"
         was = member.state
-        member.state = WorkerState.DEFUNCT
-        member.free = 0
+        member.state = WorkerState.DEFUNCT  # no slot free until it is ready again
         for prediction in mine:
             if prediction.cancel_requested:
                 prediction.append_log("stderr", f"cogserve: {reason}\n")
@@ -724,16 +723,14 @@ class Service:
         except TypeError as exc:  # orjson: nested too deeply, an int beyond 64 bits
             # nothing reached the worker: give the slot back, or it is lost for good
             self.predictions.pop(prediction_id, None)
-            member.free += 1
-            prediction.worker = None
+            self._unsend(prediction)
             self.events.emit(RuntimeEvent.PREDICTION_REFUSED, prediction=prediction)
             raise _unencodable(exc) from None
         return prediction
 
     def _send(self, member: Member, prediction: Prediction, message: protocol.Message) -> None:
         """Take a slot of `member` and hand it the prediction; the deadline starts now."""
-        member.free -= 1
-        prediction.worker = member
+        prediction.slot = member.acquire()
         assert member.process is not None
         handover.spill_input(message, member.tmpdir)
         member.process.send_data(message)
@@ -741,6 +738,13 @@ class Service:
             prediction.deadline = asyncio.get_running_loop().call_later(
                 prediction.timeout, self._deadline_passed, prediction)
         prediction.mark_started()
+
+    @staticmethod
+    def _unsend(prediction: Prediction) -> None:
+        """Nothing reached the worker: give the slot back, or it is lost for good."""
+        if prediction.slot is not None:
+            prediction.slot.release()
+            prediction.slot = None
 
     def _run_queued(self) -> None:
         """Hand waiting predictions to free slots, oldest first."""
@@ -753,8 +757,7 @@ class Service:
             try:
                 self._send(member, prediction, message)
             except (TypeError, OSError) as exc:
-                member.free += 1
-                prediction.worker = None
+                self._unsend(prediction)
                 self._complete(prediction, Status.FAILED, f"prediction failed: {exc}")
 
     def _queue_timed_out(self, prediction: Prediction) -> None:
@@ -778,7 +781,7 @@ class Service:
         prediction = self.predictions.get(prediction_id)
         if prediction is None:
             raise UnknownPrediction(prediction_id)
-        if prediction.worker is None:  # still queued: it never reaches the model
+        if prediction.slot is None:  # still queued: it never reaches the model
             self._complete(prediction, Status.CANCELED)
             return
         if prediction.request_cancel():
@@ -787,7 +790,7 @@ class Service:
             loop.call_later(self.settings.cancel_timeout, self._cancel_overdue, prediction)
 
     def _cancel_on_worker(self, prediction: Prediction) -> None:
-        member = prediction.worker
+        member = prediction.slot.member if prediction.slot is not None else None
         if member is not None and member.process is not None:
             try:
                 member.process.send_control(protocol.cancel(prediction.id))
@@ -796,7 +799,7 @@ class Service:
 
     def _cancel_overdue(self, prediction: Prediction) -> None:
         """run() ignored the cancel: end its worker so the slot is not held forever."""
-        member = prediction.worker
+        member = prediction.slot.member if prediction.slot is not None else None
         if prediction.terminal or member is None or member.process is None \
                 or self.shutting_down:
             return
