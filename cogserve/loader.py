@@ -18,7 +18,8 @@ from typing import Any
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
 from cogserve.runner import BasePredictor, declared_concurrency, is_streaming
-from cogserve.signature import Signature, read_signature
+from cogserve.signature import read_signature
+from cogserve.specs import Signature
 
 
 @dataclass

@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from cogserve.runner import MISSING
-from cogserve.signature import InputSpec, OutputSpec, Signature, TypeSpec
+from cogserve.specs import InputSpec, OutputSpec, Signature, TypeSpec
 from cogserve.types import Secret
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}

@@ -16,11 +16,12 @@ import pathlib
 import re
 import types
 import typing
-from dataclasses import dataclass, field
 from typing import Any
 
 from cogserve.exceptions import DefinitionError
 from cogserve.runner import MISSING, FieldInfo
+from cogserve.schema import input_property
+from cogserve.specs import InputSpec, OutputSpec, Signature, TypeSpec
 from cogserve.types import (
     AsyncConcatenateIterator,
     ConcatenateIterator,
@@ -32,65 +33,11 @@ from cogserve.types import (
     tensor_datatype,
 )
 from cogserve.types import BaseModel as CogBaseModel
+from cogserve.validation import Errors, compile_property  # one rule set for both
 
 PRIMITIVES = {str: "str", int: "int", float: "float", bool: "bool"}
 FILE_KINDS = {"path", "file"}
 JSON_NATIVE = {"str", "int", "float", "bool", "any", "list"}
-
-
-@dataclass(frozen=True)
-class TypeSpec:
-    """One type in the model's signature, reduced to what serving needs to know."""
-
-    kind: str  # str int float bool path file secret any opaque list union literal object
-    item: TypeSpec | None = None  # list element
-    members: tuple[TypeSpec, ...] = ()  # union members (without None)
-    values: tuple[Any, ...] = ()  # literal values
-    fields: tuple[tuple[str, TypeSpec, bool], ...] = ()  # object fields: (name, type, required)
-    model: Any = None  # the output BaseModel class
-    optional: bool = False
-    # kind "tensor": (datatype or None, shape or None); None means "whatever the client sends"
-    tensor: tuple[str | None, tuple[int, ...] | None] | None = None
-
-    def describe(self) -> str:
-        if self.kind == "list" and self.item is not None:
-            return f"list[{self.item.describe()}]"
-        if self.kind == "union":
-            return " | ".join(m.describe() for m in self.members)
-        if self.kind == "object" and self.model is not None:
-            return str(self.model.__name__)
-        return str(self.kind)
-
-
-@dataclass
-class InputSpec:
-    name: str
-    type: TypeSpec
-    info: FieldInfo
-    order: int
-
-    @property
-    def required(self) -> bool:
-        return self.info.default is MISSING and not self.type.optional
-
-
-@dataclass
-class OutputSpec:
-    type: TypeSpec
-    iterator: str | None = None  # None, "iterator" or "concatenate"
-    is_async_iterator: bool = False
-
-
-@dataclass
-class Signature:
-    inputs: list[InputSpec] = field(default_factory=list)
-    output: OutputSpec = field(default_factory=lambda: OutputSpec(TypeSpec("any")))
-
-    def input(self, name: str) -> InputSpec | None:
-        for spec in self.inputs:
-            if spec.name == name:
-                return spec
-        return None
 
 
 class _Where:
@@ -284,9 +231,6 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
 
 def check_default(spec: InputSpec) -> str | None:
     """Why a default breaks its own declaration, or None."""
-    from cogserve.schema import input_property
-    from cogserve.validation import Errors, compile_property  # one rule set for both
-
     value = spec.info.default
     if isinstance(value, Secret):
         value = value.get_secret_value()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cogserve.runner import MISSING
-from cogserve.signature import InputSpec, Signature, TypeSpec
+from cogserve.specs import InputSpec, Signature, TypeSpec
 from cogserve.types import Path, Secret
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import pathlib
 from typing import Any
 
 from cogserve.protocol import FILE_KEY
-from cogserve.signature import TypeSpec
+from cogserve.specs import TypeSpec
 from cogserve.worker import handover
 
 # JSON carries what orjson can write: nesting below its limit of 254 levels (the output

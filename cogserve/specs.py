@@ -1,0 +1,69 @@
+"""What a model's signature declares, as plain values: the types, inputs and output.
+
+`signature` reads them from a run()/train() function; `schema` writes them out as
+OpenAPI and the worker's input and output code follows them. They live here, apart
+from both, so that reading a signature can use the schema (to check a default against
+its own declaration) without the two importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cogserve.runner import MISSING, FieldInfo
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    """One type in the model's signature, reduced to what serving needs to know."""
+
+    kind: str  # str int float bool path file secret any opaque list union literal object
+    item: TypeSpec | None = None  # list element
+    members: tuple[TypeSpec, ...] = ()  # union members (without None)
+    values: tuple[Any, ...] = ()  # literal values
+    fields: tuple[tuple[str, TypeSpec, bool], ...] = ()  # object fields: (name, type, required)
+    model: Any = None  # the output BaseModel class
+    optional: bool = False
+    # kind "tensor": (datatype or None, shape or None); None means "whatever the client sends"
+    tensor: tuple[str | None, tuple[int, ...] | None] | None = None
+
+    def describe(self) -> str:
+        if self.kind == "list" and self.item is not None:
+            return f"list[{self.item.describe()}]"
+        if self.kind == "union":
+            return " | ".join(m.describe() for m in self.members)
+        if self.kind == "object" and self.model is not None:
+            return str(self.model.__name__)
+        return str(self.kind)
+
+
+@dataclass
+class InputSpec:
+    name: str
+    type: TypeSpec
+    info: FieldInfo
+    order: int
+
+    @property
+    def required(self) -> bool:
+        return self.info.default is MISSING and not self.type.optional
+
+
+@dataclass
+class OutputSpec:
+    type: TypeSpec
+    iterator: str | None = None  # None, "iterator" or "concatenate"
+    is_async_iterator: bool = False
+
+
+@dataclass
+class Signature:
+    inputs: list[InputSpec] = field(default_factory=list)
+    output: OutputSpec = field(default_factory=lambda: OutputSpec(TypeSpec("any")))
+
+    def input(self, name: str) -> InputSpec | None:
+        for spec in self.inputs:
+            if spec.name == name:
+                return spec
+        return None
