@@ -14,34 +14,72 @@ import base64
 import os
 import pathlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogserve.observability import spans
 from cogserve.protocol import FILE_KEY
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.handover import discard_spilled_output, mime_type
 
+if TYPE_CHECKING:
+    from cogserve.runtime.uploads import Uploader
+
 _CHUNK = 3 * (1 << 18)  # a multiple of 3, so chunks encode without padding in between
 # names tempfile makes (tmp + 8 random characters) say nothing to the client
 _TEMP_NAME = re.compile(r"^tmp[a-z0-9_]{8}")
 
 
-async def resolve_files(value: Any, prediction: Any, upload_url: str | None,
-                        index: int | None = None, bus: EventBus | None = None) -> Any:
-    """Replace every file marker in `value` (recursively).
+class FileOutputs:
+    """A server's file outputs: `--upload-url`, the event bus, and the uploader (made on
+    the first upload, so httpx is imported only by servers that upload). One per Service."""
 
-    `index` numbers a file among its siblings (its place in a list, or an iterator
-    output's place in the stream), for upload names like `output.2.png`.
-    """
-    if isinstance(value, dict):
-        if FILE_KEY in value and len(value) == 1:
-            return await _resolve_one(value[FILE_KEY], prediction, upload_url, index, bus)
-        return {k: await resolve_files(v, prediction, upload_url, index, bus)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [await resolve_files(v, prediction, upload_url, i, bus)
-                for i, v in enumerate(value)]
-    return value
+    def __init__(self, upload_url: str | None, bus: EventBus) -> None:
+        self.upload_url = upload_url
+        self.bus = bus
+        self._uploader: Uploader | None = None
+
+    async def resolve(self, value: Any, prediction: Any, index: int | None = None) -> Any:
+        """Replace every file marker in `value` (recursively).
+
+        `index` numbers a file among its siblings (its place in a list, or an iterator
+        output's place in the stream), for upload names like `output.2.png`.
+        """
+        if isinstance(value, dict):
+            if FILE_KEY in value and len(value) == 1:
+                return await self._resolve_one(value[FILE_KEY], prediction, index)
+            return {k: await self.resolve(v, prediction, index) for k, v in value.items()}
+        if isinstance(value, list):
+            return [await self.resolve(v, prediction, i) for i, v in enumerate(value)]
+        return value
+
+    async def _resolve_one(self, path: str, prediction: Any, index: int | None) -> str:
+        prefix = getattr(prediction, "output_file_prefix", None) or self.upload_url
+        try:
+            if prefix:
+                return await self._upload(path, prefix, prediction, index)
+            return data_url(path)
+        finally:
+            discard_spilled_output(path)
+
+    async def _upload(self, path: str, prefix: str, prediction: Any,
+                      index: int | None) -> str:
+        if self._uploader is None:
+            from cogserve.runtime.uploads import Uploader
+
+            self._uploader = Uploader()
+        name = upload_name(path, index)
+        try:
+            # the request carries the prediction's trace context (its span's child
+            # with tracing on, else the incoming traceparent, as Cog sends it)
+            context = getattr(prediction, "context", None) or {}
+            with spans.client_span("upload", context, **{"cog.upload.name": name}) \
+                    as headers:
+                url = await self._uploader.upload(path, prefix, name, headers)
+        except BaseException:
+            self.bus.emit(RuntimeEvent.UPLOAD, bytes=0, ok=False)
+            raise
+        self.bus.emit(RuntimeEvent.UPLOAD, bytes=os.path.getsize(path), ok=True)
+        return url
 
 
 def upload_name(path: str, index: int | None) -> str:
@@ -51,33 +89,6 @@ def upload_name(path: str, index: int | None) -> str:
     if stem and stem != "output" and not _TEMP_NAME.match(stem):
         return name
     return f"output.{index}{ext}" if index is not None else f"output{ext}"
-
-
-async def _resolve_one(path: str, prediction: Any, upload_url: str | None,
-                       index: int | None, bus: EventBus | None) -> str:
-    prefix = getattr(prediction, "output_file_prefix", None) or upload_url
-    try:
-        if prefix:
-            from cogserve.runtime.uploads import upload_file
-
-            name = upload_name(path, index)
-            try:
-                # the request carries the prediction's trace context (its span's child
-                # with tracing on, else the incoming traceparent, as Cog sends it)
-                context = getattr(prediction, "context", None) or {}
-                with spans.client_span("upload", context, **{"cog.upload.name": name}) \
-                        as headers:
-                    url = await upload_file(path, prefix, name, headers)
-            except BaseException:
-                if bus is not None:
-                    bus.emit(RuntimeEvent.UPLOAD, bytes=0, ok=False)
-                raise
-            if bus is not None:
-                bus.emit(RuntimeEvent.UPLOAD, bytes=os.path.getsize(path), ok=True)
-            return url
-        return data_url(path)
-    finally:
-        discard_spilled_output(path)
 
 
 def data_url(path: str) -> str:

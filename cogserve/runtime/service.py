@@ -45,7 +45,7 @@ from cogserve.runtime.errors import (
 )
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory
-from cogserve.runtime.outputs import resolve_files
+from cogserve.runtime.outputs import FileOutputs
 from cogserve.runtime.pool import Member, Pool, Restart, WorkerState
 from cogserve.runtime.prediction import Listener, Prediction, iso, now
 from cogserve.runtime.states import SERVING, Health, Status, WebhookEvent
@@ -167,6 +167,7 @@ class Service:
         self.gate = gate
         self._building: asyncio.Task[None] | None = None  # the model's environment
         self.events = EventBus()  # what happens here, for metrics and tracing
+        self.file_outputs = FileOutputs(settings.upload_url, self.events)
         self._setup_began = 0.0  # monotonic, for the setup duration
 
     # ------------------------------------------------------------ lifecycle
@@ -474,9 +475,8 @@ class Service:
                 # an iterator's file is named by its place in the stream: output.<n>.ext
                 index = (len(prediction.current_output())
                          if message[protocol.KIND] == FromWorker.OUTPUT else None)
-                message["output"] = await resolve_files(
-                    message["output"], prediction, self.settings.upload_url, index, self.events
-                )
+                message["output"] = await self.file_outputs.resolve(
+                    message["output"], prediction, index)
         except Exception as exc:  # noqa: BLE001 - an upload failure fails the prediction
             if not prediction.terminal:
                 self._cancel_on_worker(prediction)

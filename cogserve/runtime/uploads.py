@@ -17,56 +17,61 @@ import httpx
 
 from cogserve.runtime.handover import mime_type
 
-_client: httpx.AsyncClient | None = None
-
 
 class UploadError(RuntimeError):
     """An output file could not be uploaded; the message says where and why."""
 
 
-def client() -> httpx.AsyncClient:
-    global _client
-    if _client is None:
-        from cogserve.runtime import resolver
+class Uploader:
+    """Uploads a server's file outputs through one HTTP client (its connections reused),
+    made on the first upload so a server that never uploads never builds it."""
 
-        _client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0),
-                                    transport=resolver.transport(),  # the URL policy applies
-                                    headers={"User-Agent": _user_agent()})
-    return _client
+    def __init__(self) -> None:
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            from cogserve.runtime import resolver
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(60.0, connect=10.0),
+                transport=resolver.transport(),  # the URL policy applies
+                headers={"User-Agent": _user_agent()})
+        return self._client
+
+    async def upload(self, path: str, prefix: str, name: str,
+                     headers: dict[str, str] | None = None) -> str:
+        """PUT `path` as `name` under `prefix`; the receiver's Location wins over prefix +
+        name. `headers`: extra ones to send (the trace context)."""
+        url = prefix if prefix.endswith("/") else prefix + "/"
+        try:
+            with open(path, "rb") as fh:
+                boundary = secrets.token_hex(16)
+                head, tail = _multipart_frame(boundary, name)
+                size = len(head) + os.fstat(fh.fileno()).st_size + len(tail)
+                response = await self._http().put(
+                    url,
+                    content=_body(fh, head, tail),
+                    headers={**(headers or {}),
+                             "Content-Type": f"multipart/form-data; boundary={boundary}",
+                             "Content-Length": str(size)},
+                )
+        except httpx.HTTPError as exc:
+            raise UploadError(f"uploading {name} to {url} failed: {type(exc).__name__}: "
+                              f"{exc or 'no answer'}") from None
+        if response.status_code >= 400:
+            raise UploadError(f"uploading {name} to {url} failed: HTTP "
+                              f"{response.status_code}")
+        location = response.headers.get("location")
+        if location:
+            return str(response.url.join(location))
+        return url + urllib.parse.quote(name)
 
 
 def _user_agent() -> str:
     import cogserve
 
     return f"cogserve/{cogserve.__version__}"
-
-
-async def upload_file(path: str, prefix: str, name: str,
-                      headers: dict[str, str] | None = None) -> str:
-    """PUT `path` as `name` under `prefix`; the receiver's Location wins over prefix + name.
-    `headers`: extra ones to send (the trace context)."""
-    url = prefix if prefix.endswith("/") else prefix + "/"
-    try:
-        with open(path, "rb") as fh:
-            boundary = secrets.token_hex(16)
-            head, tail = _multipart_frame(boundary, name)
-            size = len(head) + os.fstat(fh.fileno()).st_size + len(tail)
-            response = await client().put(
-                url,
-                content=_body(fh, head, tail),
-                headers={**(headers or {}),
-                         "Content-Type": f"multipart/form-data; boundary={boundary}",
-                         "Content-Length": str(size)},
-            )
-    except httpx.HTTPError as exc:
-        raise UploadError(f"uploading {name} to {url} failed: {type(exc).__name__}: "
-                          f"{exc or 'no answer'}") from None
-    if response.status_code >= 400:
-        raise UploadError(f"uploading {name} to {url} failed: HTTP {response.status_code}")
-    location = response.headers.get("location")
-    if location:
-        return str(response.url.join(location))
-    return url + urllib.parse.quote(name)
 
 
 CHUNK = 1 << 20

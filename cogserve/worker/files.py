@@ -32,27 +32,6 @@ DOWNLOAD_MAX_BYTES = envvars.download_max_bytes()
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CHUNK = 1 << 20
 
-# http(s) bytes fetched and downloads failed since the parent was last told; the parent
-# owns the metrics, so a prediction's terminal frame carries these (`take_tally`)
-_tally = [0, 0]
-_tally_lock = threading.Lock()
-
-
-def take_tally() -> list[int] | None:
-    """[bytes, failures] since the last call, or None when nothing was downloaded."""
-    with _tally_lock:
-        if _tally == [0, 0]:
-            return None
-        taken = list(_tally)
-        _tally[:] = [0, 0]
-        return taken
-
-
-def _count(nbytes: int, failures: int) -> None:
-    with _tally_lock:
-        _tally[0] += nbytes
-        _tally[1] += failures
-
 
 class DownloadStopped(FetchError):
     """A download ended by its Transfers (cancel or deadline); `reason` says which."""
@@ -62,43 +41,68 @@ class DownloadStopped(FetchError):
         self.reason = reason
 
 
-def fetch(url: str, dest: pathlib.Path, field: str, index: int | None = None,
-          transfers: Transfers | None = None) -> pathlib.Path:
-    """Download `url` into the folder `dest` and return the local path.
+class Fetcher:
+    """A worker's downloads of file inputs: urllib's opener limited to http(s) under the
+    URL policy (built once), and the tally of bytes fetched and downloads failed since
+    the parent was last told (the parent owns the metrics, so a prediction's terminal
+    frame carries it: `take_tally`). Threads of the download pool share it."""
 
-    At most COGSERVE_DOWNLOAD_MAX_BYTES (0: no limit) are written; `transfers` stops
-    the download on cancel or deadline. A partial file is removed.
-    """
-    label = field if index is None else f"{field}[{index}]"
-    if url.startswith("data:"):
-        return _fetch_data_url(url, dest, label, index)
-    scheme = urllib.parse.urlsplit(url).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise FetchError(
-            f"input {label}: {_short(url)} is not an http, https or data URL; "
-            "file inputs must be URLs"
-        )
-    spans = sys.modules.get("cogserve.observability.spans")  # loaded: tracing is on
-    with spans.child_span("download", **{"url.full": _short(url)}) if spans is not None \
-            else contextlib.nullcontext():
-        try:
-            target = _download(url, dest, label, index,
-                               transfers or Transfers(deadline=0))
-        except BaseException:
-            _count(0, 1)
-            raise
-    _count(target.stat().st_size, 0)
-    return target
+    def __init__(self) -> None:
+        self._opener = _http_only_opener()
+        self._tally = [0, 0]
+        self._lock = threading.Lock()
+
+    def take_tally(self) -> list[int] | None:
+        """[bytes, failures] since the last call, or None when nothing was downloaded."""
+        with self._lock:
+            if self._tally == [0, 0]:
+                return None
+            taken = list(self._tally)
+            self._tally[:] = [0, 0]
+            return taken
+
+    def _count(self, nbytes: int, failures: int) -> None:
+        with self._lock:
+            self._tally[0] += nbytes
+            self._tally[1] += failures
+
+    def fetch(self, url: str, dest: pathlib.Path, field: str, index: int | None = None,
+              transfers: Transfers | None = None) -> pathlib.Path:
+        """Download `url` into the folder `dest` and return the local path.
+
+        At most COGSERVE_DOWNLOAD_MAX_BYTES (0: no limit) are written; `transfers` stops
+        the download on cancel or deadline. A partial file is removed.
+        """
+        label = field if index is None else f"{field}[{index}]"
+        if url.startswith("data:"):
+            return _fetch_data_url(url, dest, label, index)
+        scheme = urllib.parse.urlsplit(url).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise FetchError(
+                f"input {label}: {_short(url)} is not an http, https or data URL; "
+                "file inputs must be URLs"
+            )
+        spans = sys.modules.get("cogserve.observability.spans")  # loaded: tracing is on
+        with spans.child_span("download", **{"url.full": _short(url)}) if spans is not None \
+                else contextlib.nullcontext():
+            try:
+                target = _download(self._opener, url, dest, label, index,
+                                   transfers or Transfers(deadline=0))
+            except BaseException:
+                self._count(0, 1)
+                raise
+        self._count(target.stat().st_size, 0)
+        return target
 
 
-def _download(url: str, dest: pathlib.Path, label: str, index: int | None,
-              owner: Transfers) -> pathlib.Path:
+def _download(opener: urllib.request.OpenerDirector, url: str, dest: pathlib.Path,
+              label: str, index: int | None, owner: Transfers) -> pathlib.Path:
     current.transfers = owner
     target: pathlib.Path | None = None
     complete = False
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "cogserve"})
-        with _opener().open(request, timeout=DOWNLOAD_TIMEOUT) as response:
+        with opener.open(request, timeout=DOWNLOAD_TIMEOUT) as response:
             _check_length(response, label, url)
             name = _name_from_response(response, url, index)
             target = _unique(dest, name)
@@ -189,24 +193,20 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(_HTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
 
 
-_http_only: urllib.request.OpenerDirector | None = None
 _POLICY = netpolicy.URLPolicy.from_env()
 
 
-def _opener() -> urllib.request.OpenerDirector:
+def _http_only_opener() -> urllib.request.OpenerDirector:
     """urllib's opener without its file: and ftp: handlers, so a redirect cannot reach
     them, and with connections that apply the URL policy."""
-    global _http_only
-    if _http_only is None:
-        opener = urllib.request.OpenerDirector()
-        for handler in (urllib.request.ProxyHandler(), urllib.request.UnknownHandler(),
-                        _HTTPHandler(), _HTTPSHandler(),
-                        urllib.request.HTTPDefaultErrorHandler(),
-                        urllib.request.HTTPRedirectHandler(),
-                        urllib.request.HTTPErrorProcessor()):
-            opener.add_handler(handler)
-        _http_only = opener
-    return _http_only
+    opener = urllib.request.OpenerDirector()
+    for handler in (urllib.request.ProxyHandler(), urllib.request.UnknownHandler(),
+                    _HTTPHandler(), _HTTPSHandler(),
+                    urllib.request.HTTPDefaultErrorHandler(),
+                    urllib.request.HTTPRedirectHandler(),
+                    urllib.request.HTTPErrorProcessor()):
+        opener.add_handler(handler)
+    return opener
 
 
 def _fetch_data_url(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathlib.Path:

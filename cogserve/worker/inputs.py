@@ -17,24 +17,40 @@ from cogserve.types import Path, Secret
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from cogserve.worker.files import Fetcher
     from cogserve.worker.transfers import Transfers
 
-_pool: ThreadPoolExecutor | None = None
 _URL_SCHEMES = ("http://", "https://", "data:")
 
 
-def _downloads() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        from concurrent.futures import ThreadPoolExecutor
+class Downloads:
+    """One worker's downloads of file inputs, made where it starts serving. What they
+    need (8 download threads; urllib, http.client and ssl: ~10 ms of worker start) is
+    built on the first file input, so a model that never gets one never pays for it."""
 
-        _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="cogserve-fetch")
-    return _pool
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._fetcher: Fetcher | None = None
+
+    def start(self) -> tuple[ThreadPoolExecutor, Fetcher]:
+        """The download threads and the fetcher, built on first use."""
+        if self._pool is None or self._fetcher is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from cogserve.worker.files import Fetcher
+
+            self._fetcher = Fetcher()
+            self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="cogserve-fetch")
+        return self._pool, self._fetcher
+
+    def take_tally(self) -> list[int] | None:
+        """[bytes, failures] downloaded since the parent was last told, or None."""
+        return self._fetcher.take_tally() if self._fetcher is not None else None
 
 
 def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Path],
-            opened: list[Any], transfers: Callable[[], Transfers] | None = None
-            ) -> dict[str, Any]:
+            opened: list[Any], downloads: Downloads,
+            transfers: Callable[[], Transfers] | None = None) -> dict[str, Any]:
     """Build run()'s keyword arguments; file inputs are fetched in parallel into tmpdir().
 
     `tmpdir` is a callable so the folder is only created when a file is fetched: most
@@ -59,16 +75,16 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
         import contextvars
 
         from cogserve.exceptions import CancelationException, FetchError
-        from cogserve.worker.files import fetch
         from cogserve.worker.transfers import StopReason
         from cogserve.worker.transfers import Transfers as _Transfers
 
         folder = tmpdir()
         owner = transfers() if transfers is not None else _Transfers()
         owner.start_clock()
+        pool, fetcher = downloads.start()
         futures = [  # each in a copy of this context, so a download's span has its parent
-            (name, index, kind, _downloads().submit(contextvars.copy_context().run, fetch,
-                                                    url, folder, name, index, owner))
+            (name, index, kind, pool.submit(contextvars.copy_context().run, fetcher.fetch,
+                                            url, folder, name, index, owner))
             for name, index, (kind, url) in jobs
         ]
         errors = []

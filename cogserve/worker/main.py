@@ -26,6 +26,7 @@ from cogserve.protocol import Mode, ToWorker, UserHealth
 from cogserve.schema import openapi_document
 from cogserve.signature import read_signature
 from cogserve.worker import predict
+from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogTarget, Router, capture_output
 
 if TYPE_CHECKING:
@@ -131,7 +132,9 @@ def _setup_args(model: LoadedModel) -> dict[str, Any]:
 
 def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncChannel,
                 data: SyncChannel, router: Router) -> None:
-    predict.install_cancel_handler()
+    cancels = predict.Cancels()
+    cancels.install_handler()
+    downloads = Downloads()
     try:
         for entry in (model, trainer):
             result = _run_setup(entry) if entry is not None else None
@@ -147,7 +150,7 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
     def on_control(message: protocol.Message) -> None:
         kind = message.get(protocol.KIND)
         if kind == ToWorker.CANCEL:
-            predict.cancel_sync(message["id"])
+            cancels.cancel_sync(message["id"])
         elif kind == ToWorker.HEALTHCHECK:
             status, error = predict.run_healthcheck(model)
             control.send(protocol.healthcheck_result(message["id"], status, error))
@@ -160,7 +163,7 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
         if message is None:
             os._exit(0)
         if message.get(protocol.KIND) == ToWorker.PREDICT:
-            job = predict.Job(message, send, router)
+            job = predict.Job(message, send, router, cancels, downloads)
             if message.get("mode") == Mode.TRAIN and trainer is not None:
                 if trainer.is_async:
                     predict.run_async_on_main(trainer, job)
@@ -212,9 +215,11 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
 
     jobs: dict[str, predict.Job] = {}
     send = data.send
+    cancels = predict.Cancels()
+    downloads = Downloads()
 
     def start(message: dict[str, Any]) -> None:
-        job = predict.Job(message, send, router)
+        job = predict.Job(message, send, router, cancels, downloads)
         jobs[job.id] = job
         entry = trainer if message.get("mode") == Mode.TRAIN and trainer is not None else model
         if entry.is_async:
@@ -222,7 +227,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
         else:  # a sync train() beside an async run()
             task = loop.create_task(predict.run_sync_threaded(entry, job))
         job.task = task
-        predict.take_early_cancel(job)
+        cancels.take_early(job)
         if job.cancel_requested:
             task.cancel()
         task.add_done_callback(lambda t: _async_job_done(jobs, job, t))
@@ -236,7 +241,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
                 job.stop_transfers()
                 job.task.cancel()
             elif job is None:
-                predict.remember_early_cancel(message["id"])
+                cancels.remember_early(message["id"])
         elif kind == ToWorker.HEALTHCHECK:
             loop.create_task(_healthcheck_async(model, control, message["id"]))
 

@@ -38,11 +38,14 @@ Send = Callable[[protocol.Message], None]
 class Job:
     """One prediction's state in the worker."""
 
-    def __init__(self, message: protocol.Message, send: Send, router: Router) -> None:
+    def __init__(self, message: protocol.Message, send: Send, router: Router,
+                 cancels: Cancels, downloads: inputs.Downloads) -> None:
         self.id: str = message["id"]
         self.message = message
         self._send = send
         self.router = router
+        self.cancels = cancels
+        self.downloads = downloads
         self.cancel_requested = False
         self.in_user_code = False
         self.cancel_raised = False
@@ -78,9 +81,8 @@ class Job:
             if logs.settle():  # fd 1/2 output written just before the end belongs to this one
                 self.logs.flush()
             self._release_folder(message)
-            _mark_finished(self.id)
-            fetched = sys.modules.get("cogserve.worker.files")  # imported on a first download
-            if fetched is not None and (tally := fetched.take_tally()) is not None:
+            self.cancels.mark_finished(self.id)
+            if (tally := self.downloads.take_tally()) is not None:
                 protocol.report_downloads(message, tally)
             if self.span is not None:
                 from cogserve.worker import tracing
@@ -120,7 +122,7 @@ class Job:
         faster than the parent reads spends nearly all its time inside that write, so
         waiting for a signal to land elsewhere could take until the grace-period kill."""
         if (threading.get_ident() == threading.main_thread().ident and self.in_user_code
-                and not self.cancel_raised and _current_sync is self):
+                and not self.cancel_raised and self.cancels.current is self):
             self.cancel_deferred = False
             self.cancel_raised = True
             raise CancelationException()
@@ -180,27 +182,99 @@ class Job:
 
 # ---------------------------------------------------------------- sync runs
 
-_current_sync: Job | None = None
 # our own modules that write to the parent: a cancel must not interrupt them halfway
 _CRITICAL_FILES = frozenset({ipc.__file__, logs.__file__})
 _EARLY_CANCEL_TTL = 5.0
-_early_cancels: dict[str, float] = {}  # id -> when; cancels that beat their predict message
-_finished: OrderedDict[str, float] = OrderedDict()  # id -> when it ended, oldest first
-_finished_lock = threading.Lock()
 
 
-def _on_cancel_signal(signum: int, frame: Any) -> None:
-    job = _current_sync
-    if job is None or not job.cancel_requested or not job.in_user_code or job.cancel_raised:
-        return
-    if _in_critical_section(frame):
-        # mid-write of a frame to the parent (a print, a log line): raising here would
-        # cut the frame in half and corrupt the channel. The redeliver thread signals
-        # again once the write is done.
-        job.cancel_deferred = True
-        return
-    job.cancel_raised = True
-    raise CancelationException()
+class Cancels:
+    """The worker's cancel bookkeeping, one per worker (made where it starts serving):
+    the job running on the main thread (the one SIGUSR1 interrupts), cancels that beat
+    their predict message (two sockets), and the ids that just ended (so a late cancel
+    is not kept for a new prediction that reuses the id)."""
+
+    def __init__(self) -> None:
+        self.current: Job | None = None  # the sync job on the main thread
+        self._early: dict[str, float] = {}  # id -> when
+        self._finished: OrderedDict[str, float] = OrderedDict()  # id -> when, oldest first
+        self._finished_lock = threading.Lock()  # threaded sync train() jobs end off-loop
+
+    def install_handler(self) -> None:
+        """A sync worker: SIGUSR1 raises CancelationException in the main thread's job."""
+        signal.signal(signal.SIGUSR1, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        job = self.current
+        if job is None or not job.cancel_requested or not job.in_user_code \
+                or job.cancel_raised:
+            return
+        if _in_critical_section(frame):
+            # mid-write of a frame to the parent (a print, a log line): raising here would
+            # cut the frame in half and corrupt the channel. The redeliver thread signals
+            # again once the write is done.
+            job.cancel_deferred = True
+            return
+        job.cancel_raised = True
+        raise CancelationException()
+
+    def cancel_sync(self, prediction_id: str) -> None:
+        """Called from the control thread: interrupt the main thread's run() if it is ours."""
+        job = self.current
+        if job is None or job.id != prediction_id:
+            self.remember_early(prediction_id)
+            job = self.current  # it may have started meanwhile
+            if job is None or job.id != prediction_id:
+                return
+        job.cancel_requested = True
+        job.stop_transfers()
+        if job.task is not None and job.loop is not None:  # an async train() on the main thread
+            job.loop.call_soon_threadsafe(job.task.cancel)
+            return
+        if job.in_user_code:
+            _signal_main()
+            threading.Thread(target=self._redeliver, args=(job,), daemon=True,
+                             name="cogserve-cancel").start()
+
+    def _redeliver(self, job: Job) -> None:
+        """Signal again while the handler had to defer, until run() got its exception."""
+        while self.current is job and not job.cancel_raised:
+            time.sleep(0.02)
+            if job.cancel_deferred and job.in_user_code:
+                job.cancel_deferred = False
+                _signal_main()
+
+    def mark_finished(self, prediction_id: str) -> None:
+        now = time.monotonic()
+        finished = self._finished
+        with self._finished_lock:
+            finished[prediction_id] = now
+            finished.move_to_end(prediction_id)
+            while finished:
+                oldest = next(iter(finished.values()))
+                if now - oldest <= _EARLY_CANCEL_TTL:
+                    break
+                finished.popitem(last=False)
+
+    def remember_early(self, prediction_id: str) -> None:
+        """A cancel can overtake its prediction (two sockets): keep it for a few seconds.
+
+        Unless that id just ended here: then the cancel came late, not early, and keeping
+        it would cancel a new prediction that reuses the id.
+        """
+        now = time.monotonic()
+        if now - self._finished.get(prediction_id, -_EARLY_CANCEL_TTL * 2) \
+                <= _EARLY_CANCEL_TTL:
+            return
+        for key, when in list(self._early.items()):
+            if now - when > _EARLY_CANCEL_TTL:
+                self._early.pop(key, None)
+        self._early[prediction_id] = now
+
+    def take_early(self, job: Job) -> None:
+        """A new job: a cancel that came before it applies now."""
+        when = self._early.pop(job.id, None)
+        if when is not None and time.monotonic() - when <= _EARLY_CANCEL_TTL:
+            job.cancel_requested = True
 
 
 def _in_critical_section(frame: Any) -> bool:
@@ -211,76 +285,11 @@ def _in_critical_section(frame: Any) -> bool:
     return False
 
 
-def install_cancel_handler() -> None:
-    signal.signal(signal.SIGUSR1, _on_cancel_signal)
-
-
-def cancel_sync(prediction_id: str) -> None:
-    """Called from the control thread: interrupt the main thread's run() if it is ours."""
-    job = _current_sync
-    if job is None or job.id != prediction_id:
-        remember_early_cancel(prediction_id)
-        job = _current_sync  # it may have started meanwhile
-        if job is None or job.id != prediction_id:
-            return
-    job.cancel_requested = True
-    job.stop_transfers()
-    if job.task is not None and job.loop is not None:  # an async train() on the main thread
-        job.loop.call_soon_threadsafe(job.task.cancel)
-        return
-    if job.in_user_code:
-        _signal_main()
-        threading.Thread(target=_redeliver, args=(job,), daemon=True,
-                         name="cogserve-cancel").start()
-
-
 def _signal_main() -> None:
     """SIGUSR1 to the main thread itself: a signal sent to the process may be taken by
     any thread, and then a main thread blocked in time.sleep() never wakes to run the
     handler."""
     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
-
-
-def _redeliver(job: Job) -> None:
-    """Signal again while the handler had to defer, until run() got its exception."""
-    while _current_sync is job and not job.cancel_raised:
-        time.sleep(0.02)
-        if job.cancel_deferred and job.in_user_code:
-            job.cancel_deferred = False
-            _signal_main()
-
-
-def _mark_finished(prediction_id: str) -> None:
-    now = time.monotonic()
-    with _finished_lock:  # threaded sync train() jobs finish off the loop thread
-        _finished[prediction_id] = now
-        _finished.move_to_end(prediction_id)
-        while _finished:
-            oldest = next(iter(_finished.values()))
-            if now - oldest <= _EARLY_CANCEL_TTL:
-                break
-            _finished.popitem(last=False)
-
-
-def remember_early_cancel(prediction_id: str) -> None:
-    """A cancel can overtake its prediction (two sockets): keep it for a few seconds.
-
-    Unless that id just ended here: then the cancel came late, not early, and keeping it
-    would cancel a new prediction that reuses the id.
-    """
-    now = time.monotonic()
-    if now - _finished.get(prediction_id, -_EARLY_CANCEL_TTL * 2) <= _EARLY_CANCEL_TTL:
-        return
-    for key, when in list(_early_cancels.items()):
-        if now - when > _EARLY_CANCEL_TTL:
-            _early_cancels.pop(key, None)
-    _early_cancels[prediction_id] = now
-
-
-def take_early_cancel(job: Job) -> None:
-    when = _early_cancels.pop(job.id, None)
-    if when is not None and time.monotonic() - when <= _EARLY_CANCEL_TTL:
-        job.cancel_requested = True
 
 
 def _enter_user(job: Job) -> None:
@@ -291,16 +300,16 @@ def _enter_user(job: Job) -> None:
 
 
 def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
-    global _current_sync
+    cancels = job.cancels
     if main_thread:
-        _current_sync = job
-        take_early_cancel(job)
+        cancels.current = job
+        cancels.take_early(job)
     tokens = job.bind()
     started = time.perf_counter()
     spec = model.signature.output
     try:
         kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened,
-                                job.new_transfers)
+                                job.downloads, job.new_transfers)
         _enter_user(job)
         result = model.run(**kwargs)
         if spec.iterator:
@@ -338,7 +347,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
     finally:
         job.in_user_code = False
         if main_thread:
-            _current_sync = None
+            cancels.current = None
         job.unbind(tokens)
 
 
@@ -368,10 +377,10 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         if _has_files(model):
             kwargs = await loop.run_in_executor(  # in this context: logs, trace
                 None, contextvars.copy_context().run, inputs.prepare, model.signature, raw,
-                job.tmpdir, job.opened, job.new_transfers)
+                job.tmpdir, job.opened, job.downloads, job.new_transfers)
         else:
             kwargs = inputs.prepare(model.signature, raw, job.tmpdir, job.opened,
-                                    job.new_transfers)
+                                    job.downloads, job.new_transfers)
         result = model.run(**kwargs)
         if inspect.isawaitable(result):
             result = await result
@@ -410,7 +419,6 @@ def run_async_on_main(model: LoadedModel, job: Job) -> None:
     The control thread cancels it with `task.cancel()` through the loop.
     """
     import asyncio
-    global _current_sync
 
     async def main() -> None:
         job.loop = asyncio.get_running_loop()
@@ -419,12 +427,13 @@ def run_async_on_main(model: LoadedModel, job: Job) -> None:
             job.task.cancel()  # type: ignore[union-attr]
         await run_async(model, job)
 
-    _current_sync = job
-    take_early_cancel(job)
+    cancels = job.cancels
+    cancels.current = job
+    cancels.take_early(job)
     try:
         asyncio.run(main())
     finally:
-        _current_sync = None
+        cancels.current = None
 
 
 async def run_sync_threaded(model: LoadedModel, job: Job) -> None:
@@ -458,7 +467,6 @@ def _run_in_thread(model: LoadedModel, job: Job) -> None:
 async def _raise_in_thread(job: Job) -> None:
     import asyncio
     import ctypes
-    import sys
 
     while job.thread_id is not None and not job.cancel_raised:
         if not job.in_user_code:  # _enter_user raises at the next step into user code

@@ -1,6 +1,7 @@
 """File inputs arrive as local paths (File: open handles); secrets stay hidden."""
 
 import os
+import sys
 import tempfile
 import time
 from typing import Optional
@@ -36,9 +37,7 @@ class Runner(BaseRunner):
             junk.write(b"left behind by the model")
         out["junk_dir"] = os.path.dirname(junk.name)
         if text:
-            from cogserve.worker import predict as _worker
-
-            job = _worker._current_sync
+            job = _running_job()
             spill = job.message.get("input_file") if job is not None else None
             out["text"] = {"length": len(text), "spilled": bool(spill),
                            "inline_input": job.message.get("input") is not None,
@@ -59,3 +58,14 @@ class Runner(BaseRunner):
         elif sleep:
             time.sleep(sleep)
         return out
+
+
+def _running_job():
+    """The worker's Job running this call (worker/predict.py: run_sync's `job`)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        job = frame.f_locals.get("job")
+        if job is not None and hasattr(job, "message"):
+            return job
+        frame = frame.f_back
+    return None
