@@ -273,6 +273,24 @@ def test_truncated_replay_sends_the_error_event_and_closes(serve, tmp_path):
     assert outputs(events) == ["tok0", "tok1", "tok2"]
 
 
+def test_the_replay_is_bounded_by_bytes(serve, tmp_path):
+    """Big chunks fall out of the replay by bytes, not only by count (defect 10 of #13)."""
+    server = serve("stream", env={"COG_STREAM_HISTORY_BYTES": "4096"})
+    gate = tmp_path / "gate"
+    body = {"input": {"n": 3, "size": 5000, "gate": str(gate)}}
+    first = Reader(server.client, "PUT", "/predictions/b1", body)
+    try:
+        first.until("output", 0)  # start, 2 logs, a 5 KB output: none of them kept
+        r = server.client.put("/predictions/b1", json=body, headers=SSE)
+        assert r.text == ('event: error\ndata: {"error":"SSE stream replay truncated; '
+                          'events were dropped","skipped":4}\n\n')
+        gate.touch()
+        events = first.rest()  # live readers still get every chunk whole
+    finally:
+        first.close()
+    assert outputs(events) == [f"tok{k}" + "x" * 5000 for k in range(3)]
+
+
 def test_capacity_zero_keeps_live_events_without_replay(serve, tmp_path):
     server = serve("stream", env={"COG_STREAM_HISTORY_CAPACITY": "0"})
     gate = tmp_path / "gate"

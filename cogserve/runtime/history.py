@@ -6,6 +6,13 @@ the exact bytes an SSE client receives, keeps the most recent `capacity` of them
 client reconnecting with `PUT` can be replayed the stream, and hands each new frame
 to the live streams attached to it. Encoding once means N clients and the replay
 share the same bytes objects: a client costs a list append per event, not a JSON dump.
+
+The replay is bounded by bytes as well as by events (COG_STREAM_HISTORY_BYTES, default
+16 MiB): a model that streams big chunks (a fuzzer asking for 100 KB tokens) would
+otherwise keep 1024 of them per running prediction in the parent, and the parent's
+memory grew by hundreds of MB under fuzzing (issue 13, defect 10). Frames that fall
+out are counted like those past the event capacity, so a reconnect is told its replay
+is truncated instead of getting a silently partial stream.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction
 
 DEFAULT_CAPACITY = 1024
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
 class Stream(Protocol):
@@ -51,10 +59,16 @@ def encode(prediction: Prediction, event: Event, payload: dict[str, Any]) -> byt
 class EventHistory:
     """Prediction listener: the replay ring buffer plus the fan-out to live streams."""
 
-    __slots__ = ("events", "total", "start", "streams", "finished")
+    __slots__ = ("events", "capacity", "max_bytes", "bytes", "total", "start", "streams",
+                 "finished")
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self.events: deque[bytes] | None = deque(maxlen=capacity) if capacity > 0 else None
+    def __init__(self, capacity: int = DEFAULT_CAPACITY,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        keeps = capacity > 0 and max_bytes > 0
+        self.events: deque[bytes] | None = deque() if keeps else None
+        self.capacity = capacity
+        self.max_bytes = max_bytes
+        self.bytes = 0  # the sum of the kept frames' lengths, at most max_bytes
         self.total = 0  # events seen, so `total - len(events)` is how many fell out
         self.start: bytes | None = None  # kept even at capacity 0: the creator's first event
         self.streams: list[Stream] = []
@@ -70,12 +84,19 @@ class EventHistory:
         if event is Event.START:
             self.start = data
         if self.events is not None:
-            self.events.append(data)
+            self._keep(self.events, data)
         for stream in self.streams:
             stream.push(data, last)
         if last:
             self.finished = True
             self.streams = []
+
+    def _keep(self, events: deque[bytes], data: bytes) -> None:
+        """Append one frame, dropping the oldest until both bounds hold again."""
+        events.append(data)
+        self.bytes += len(data)
+        while events and (len(events) > self.capacity or self.bytes > self.max_bytes):
+            self.bytes -= len(events.popleft())
 
     def attach(self, stream: Stream, created: bool) -> tuple[list[bytes], int]:
         """Register a live stream; return (frames to replay first, events lost from replay).

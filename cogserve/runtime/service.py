@@ -44,7 +44,7 @@ from cogserve.runtime.errors import (
     UnknownPrediction,
 )
 from cogserve.runtime.events import EventBus, RuntimeEvent
-from cogserve.runtime.history import DEFAULT_CAPACITY, EventHistory
+from cogserve.runtime.history import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, EventHistory
 from cogserve.runtime.outputs import FileOutputs
 from cogserve.runtime.pool import Member, Pool, Restart, WorkerState
 from cogserve.runtime.prediction import Listener, Prediction, iso, now
@@ -80,6 +80,7 @@ class Settings:
     model_version: str | None = None
     id_prefix: str = ""  # generated prediction ids start with it (cogserve.deploy.ray)
     stream_history: int = DEFAULT_CAPACITY  # SSE replay buffer, in events
+    stream_history_bytes: int = DEFAULT_MAX_BYTES  # ... and in bytes
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
     playground: bool = True  # the browser page at /docs (--no-playground)
@@ -107,6 +108,8 @@ class Settings:
             upload_url=upload_url,
             stream_history=env_int("COG_STREAM_HISTORY_CAPACITY", DEFAULT_CAPACITY,
                                    minimum=0) or 0,
+            stream_history_bytes=env_int("COG_STREAM_HISTORY_BYTES", DEFAULT_MAX_BYTES,
+                                         minimum=0) or 0,
             recent_count=env_int(COUNT_VARIABLE, DEFAULT_COUNT) or 0,
             recent_bytes=env_int(BYTES_VARIABLE, DEFAULT_BYTES) or 0,
             extra_env=config.environment,
@@ -702,7 +705,8 @@ class Service:
         for listener in listeners or ():
             prediction.subscribe(listener)
         if self.streaming:  # SSE replay; other models pay nothing
-            prediction.subscribe(EventHistory(self.settings.stream_history))
+            prediction.subscribe(EventHistory(self.settings.stream_history,
+                                             self.settings.stream_history_bytes))
         if remember:  # last: on `completed` the SSE history above is already complete
             prediction.subscribe(self.recent.listener)
         message = protocol.predict(prediction_id, raw_input, mode, model_context)

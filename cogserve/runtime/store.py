@@ -63,19 +63,17 @@ class FinishedStore:
             self.keep(prediction)
 
     def keep(self, prediction: Prediction) -> None:
-        body = orjson.dumps(prediction.to_dict())
-        frames, skipped = b"", 0
-        history = history_of(prediction)
-        if history is not None:
-            kept = list(history.events) if history.events is not None else []
-            frames = b"".join(kept)
-            skipped = history.total - len(kept)
-        entry = Finished(prediction.kind, body, frames, skipped)
         self._drop(prediction.id)
         self.evicted.pop(prediction.id, None)
-        if entry.size > self.max_bytes or self.max_count == 0:
+        body = orjson.dumps(prediction.to_dict())
+        history = history_of(prediction)
+        kept = list(history.events or ()) if history is not None else []
+        # sized before the frames are joined: an entry too big to keep costs no copy
+        if len(body) + sum(map(len, kept)) > self.max_bytes or self.max_count == 0:
             self._remember_evicted(prediction.id)
             return
+        skipped = history.total - len(kept) if history is not None else 0
+        entry = Finished(prediction.kind, body, b"".join(kept), skipped)
         self.entries[prediction.id] = entry
         self.bytes += entry.size
         while len(self.entries) > self.max_count or self.bytes > self.max_bytes:

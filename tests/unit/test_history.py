@@ -75,6 +75,39 @@ def test_a_replay_that_lost_events_says_how_many_and_does_not_attach() -> None:
     run(body)
 
 
+def test_the_replay_is_bounded_by_bytes_too() -> None:
+    """Big chunks fill the byte bound long before the event capacity (defect 10 of #13)."""
+    async def body() -> None:
+        p = Prediction("p1", {}, iterator=True)
+        history = EventHistory(1024, max_bytes=10_000)
+        p.subscribe(history)
+        p.mark_started()
+        for _ in range(100):
+            p.append_output("x" * 1000)
+        kept = list(history.events or ())
+        assert sum(map(len, kept)) == history.bytes <= 10_000
+        assert 0 < len(kept) < 10
+        replay, skipped = history.attach(Stream(), created=False)
+        assert replay == kept and skipped == 101 - len(kept)
+
+    run(body)
+
+
+def test_a_frame_bigger_than_the_byte_bound_is_sent_live_but_not_kept() -> None:
+    async def body() -> None:
+        p = Prediction("p1", {}, iterator=True)
+        history = EventHistory(1024, max_bytes=100)
+        p.subscribe(history)
+        stream = Stream()
+        history.attach(stream, created=True)
+        p.mark_started()
+        p.append_output("x" * 1000)
+        assert len(stream.frames) == 2 and len(stream.frames[1][0]) > 1000
+        assert history.bytes == sum(map(len, history.events or ())) <= 100
+
+    run(body)
+
+
 def test_capacity_zero_keeps_only_the_creators_start() -> None:
     async def body() -> None:
         p, history = streaming(0)
