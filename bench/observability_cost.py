@@ -21,8 +21,9 @@ from typing import Any
 from cogserve.cli import _Formatter
 from cogserve.config import ModelConfig
 from cogserve.http.app import App
+from cogserve.http.cog_routes import CogRoutes
 from cogserve.http.responses import PREDICTION_KEY
-from cogserve.observability import ObservabilityOptions, install
+from cogserve.observability import ObservabilityOptions, build
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service, Settings
@@ -38,7 +39,6 @@ VARIANTS = (("metrics off, access log off", False, logging.WARNING),
 async def measure(metrics: bool, level: int, folder: Path) -> float:
     logging.getLogger("cogserve").setLevel(level)
     service = Service(ModelConfig(directory=folder, predict_ref="run.py:Runner"), Settings())
-    app = App(service, max_body=1024, on_shutdown=lambda: None)
     prediction = Prediction("abcdefghijabcdefghijabcdef", {})
     prediction.mark_started()
     prediction.succeed("ok", 0.0001)
@@ -50,8 +50,9 @@ async def measure(metrics: bool, level: int, folder: Path) -> float:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    app.exact["/predictions"] = {"GET": route}
-    install(app, ObservabilityOptions(metrics=metrics))
+    watch = build(service, ObservabilityOptions(metrics=metrics))
+    app = App(service, CogRoutes(service, 1024, lambda: None),
+              routes={"/predictions": {"GET": route}, **watch.routes}, observer=watch.observer)
     service.events.emit(RuntimeEvent.WORKER_STARTED, restart=False)  # builds the registry
     scope = {"type": "http", "method": "GET", "path": "/predictions", "headers": []}
 

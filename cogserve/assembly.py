@@ -60,13 +60,14 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
         prefixed.append(assets)
         if guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
             guard.allow(*pages, *(assets[0] + name for name in page.assets))
-    app = App(service, cog, routes=routes, prefixed=prefixed,
-              # the Open Inference Protocol on the same service
-              mounts=[("/v2", V2Routes(service, max_body))], guard=guard)
     # metrics (/metrics), the access log and, when asked for, OpenTelemetry traces: an
-    # observer wrapped around the app's request handling
+    # observer around the app's request handling
     from cogserve import observability
 
-    options = service.settings.observability or observability.ObservabilityOptions()
-    observability.install(app, options)
-    return app
+    watch = observability.build(
+        service, service.settings.observability or observability.ObservabilityOptions())
+    routes.update(watch.routes)
+    return App(service, cog, routes=routes, prefixed=prefixed,
+               # the Open Inference Protocol on the same service
+               mounts=[("/v2", V2Routes(service, max_body))], guard=guard,
+               observer=watch.observer)

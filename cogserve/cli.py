@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from cogserve.config import ModelConfig, load_config
-from cogserve.envvars import env_int, env_text
+from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
 
@@ -29,7 +29,7 @@ NO_ENV_HELP = ("run the model with cogserve's own Python, not in an environment 
 
 def main(argv: list[str] | None = None) -> None:
     try:  # the flags' defaults come from the environment: a bad value is refused here
-        port = env_int("PORT", 5000, minimum=0)
+        port = env_port("PORT", 5000, any_free=True)
         max_body = env_int("COGSERVE_MAX_BODY_BYTES", 128 * 1024 * 1024, minimum=1)
     except DefinitionError as exc:
         print(f"error: {exc}", file=sys.stderr)

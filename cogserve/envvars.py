@@ -13,10 +13,12 @@ Standard library only: the worker imports this before the model.
 from __future__ import annotations
 
 import os
+from typing import overload
 
 from cogserve.exceptions import DefinitionError
 
 _YES = ("1", "true", "yes", "on")
+_NO = ("0", "false", "no", "off")
 
 
 def env_text(name: str, default: str = "") -> str:
@@ -26,6 +28,20 @@ def env_text(name: str, default: str = "") -> str:
 def env_flag(name: str) -> bool:
     """A yes/no variable: 1, true, yes, on (any case) are yes; anything else is no."""
     return os.environ.get(name, "").strip().lower() in _YES
+
+
+def env_switch(name: str, default: bool) -> bool:
+    """A yes/no variable with a default either way: 1, true, yes, on or 0, false, no,
+    off (any case); another value is refused."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in _YES:
+        return True
+    if raw in _NO:
+        return False
+    raise DefinitionError(f"environment variable {name}={raw!r} is not a yes/no value (say "
+                          "1 or 0)")
 
 
 def env_float(name: str, default: float | None, *, minimum: float | None = None
@@ -65,6 +81,23 @@ def env_duration(name: str, default: float, *, minimum: float | None = None) -> 
     result = _at_least(name, raw, value, minimum)
     assert result is not None
     return result
+
+
+@overload
+def env_port(name: str, default: int, *, any_free: bool = False) -> int: ...
+@overload
+def env_port(name: str, default: None, *, any_free: bool = False) -> int | None: ...
+
+
+def env_port(name: str, default: int | None, *, any_free: bool = False) -> int | None:
+    """A TCP port number, 1-65535; `any_free`: 0 too (the system picks a free port)."""
+    value = env_int(name, None, minimum=0)
+    if value is None:
+        return default
+    if not (0 if any_free else 1) <= value < 65536:
+        raise DefinitionError(f"environment variable {name}={os.environ[name]!r} is not a "
+                              "port number")
+    return value
 
 
 def _at_least(name: str, raw: str, value: float, minimum: float | None) -> float:

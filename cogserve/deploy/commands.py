@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import sys
 from collections.abc import Callable
 
 from cogserve.config import load_config
 from cogserve.deploy import DEFAULT_PORT
+from cogserve.envvars import env_float
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]
@@ -42,17 +43,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--gpu", type=int, default=0, help="nvidia.com/gpu per pod")
     p.add_argument("--drain-seconds", type=int, default=k8s.DEFAULT_DRAIN_SECONDS,
                    help="time in-flight predictions get after SIGTERM (sets the grace period)")
-    p.add_argument("--healthcheck-timeout", type=int,
-                   default=int(os.environ.get("COGSERVE_HEALTHCHECK_TIMEOUT", "5")))
+    p.add_argument("--healthcheck-timeout", type=int, default=None,
+                   help="seconds readiness waits (default: COGSERVE_HEALTHCHECK_TIMEOUT, "
+                        "else 5)")
 
     p = sub.add_parser("ray", help="serve the model on Ray Serve (pip install cogserve[ray])")
     p.add_argument("directory", nargs="?", default=".")
     p.add_argument("--replicas", type=int, default=1,
                    help="replicas, each a cogserve runtime with its own worker")
-    p.add_argument("-p", "--port", type=int, default=int(os.environ.get("PORT", DEFAULT_PORT)))
+    p.add_argument("-p", "--port", type=int, default=None,
+                   help=f"default: PORT, else {DEFAULT_PORT}")
     p.add_argument("--host", default="0.0.0.0")
-    p.add_argument("--address", default=os.environ.get("RAY_ADDRESS"),
-                   help="a running Ray cluster (default: start a local one)")
+    p.add_argument("--address", default=None,
+                   help="a running Ray cluster (default: RAY_ADDRESS, else start a local "
+                        "one)")
     p.add_argument("--autoscaling", default=None, metavar="JSON",
                    help="Ray Serve autoscaling_config, e.g. "
                         "'{\"min_replicas\": 1, \"max_replicas\": 4}' (replaces --replicas)")
@@ -83,7 +87,9 @@ def _k8s(args: argparse.Namespace) -> None:
         image=args.image, name=args.name, kserve=args.kserve, slots=args.slots,
         min_replicas=args.min_replicas, max_replicas=args.max_replicas,
         target_cpu=args.target_cpu, cpu=args.cpu, memory=args.memory, gpu=args.gpu,
-        drain_seconds=args.drain_seconds, healthcheck_timeout=args.healthcheck_timeout)
+        drain_seconds=args.drain_seconds, healthcheck_timeout=(
+            args.healthcheck_timeout if args.healthcheck_timeout is not None
+            else math.ceil(env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0, minimum=0) or 5)))
     sys.stdout.write(k8s.render(config, options))
 
 

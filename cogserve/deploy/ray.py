@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogserve.config import load_config
+from cogserve.deploy import DEFAULT_PORT
+from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
 
@@ -54,7 +56,9 @@ class Options:
         if args.replicas < 1:
             raise DefinitionError("--replicas must be at least 1")
         return cls(directory=args.directory, replicas=args.replicas, host=args.host,
-                   port=args.port, address=args.address, autoscaling=autoscaling,
+                   port=args.port if args.port is not None
+                   else env_port("PORT", DEFAULT_PORT, any_free=True),
+                   address=args.address or env_text("RAY_ADDRESS") or None, autoscaling=autoscaling,
                    num_cpus=args.num_cpus, num_gpus=args.num_gpus, predictor=args.predictor,
                    model_name=args.model_name, health_check_period=args.health_check_period)
 
@@ -94,7 +98,7 @@ def run(options: Options) -> None:
 
     config = load_config(options.directory, options.predictor)
     config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
-    slots = int(os.environ.get("COG_MAX_CONCURRENCY") or config.concurrency or 1)
+    slots = env_int("COG_MAX_CONCURRENCY", None) or config.concurrency or 1
     if options.address:
         ray.init(address=options.address, include_dashboard=False)
     else:  # logical CPUs: room for every replica and one replacement at a time

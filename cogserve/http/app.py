@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import ASGIApp, Receive, Scope, Send
 from cogserve.http.cog_routes import CogRoutes, refusal_response
@@ -19,6 +19,9 @@ from cogserve.http.responses import HTTPError, RequestError, send_json
 from cogserve.protocol import Mode
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.service import Service
+
+if TYPE_CHECKING:
+    from cogserve.observability.requests import RequestObserver
 
 log = logging.getLogger("cogserve")
 
@@ -34,9 +37,11 @@ class App:
                  routes: dict[str, dict[str, Handler]] | None = None,
                  prefixed: Sequence[tuple[str, ItemHandler]] = (),
                  mounts: Sequence[tuple[str, ASGIApp]] = (),
-                 guard: Guard | None = None) -> None:
+                 guard: Guard | None = None, observer: RequestObserver | None = None
+                 ) -> None:
         """`routes` add to (or replace) the exact routes, `prefixed` add routes by path
-        prefix, `mounts` are other front ends under a prefix; `guard` sees every request."""
+        prefix, `mounts` are other front ends under a prefix; `guard` sees every request;
+        `observer` is put around every request (metrics, access log, traces)."""
         self.service = service
         self.cog = cog
         self.exact: dict[str, dict[str, Handler]] = {
@@ -60,9 +65,10 @@ class App:
         self.mounts = tuple(mounts)
         # access control (http/security.py): raises HTTPError for a refused request
         self.guard = guard
-        # what answers a request: `respond`, or an observer wrapped around it (metrics,
+        # what answers a request: `respond`, or the observer around it (metrics,
         # access logs, traces: `observability/requests.py`)
-        self.handle: Handler = self.respond
+        self.handle: Handler = (self.respond if observer is None
+                                else observer.around(self.respond, self.route_of))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -1,22 +1,22 @@
 """Metrics, access logs and traces for `cogserve serve`: what an operator watches.
 
-`install` wraps the app's request handling in a `RequestObserver` and, unless metrics
-are off, builds the Prometheus registry (`metrics.py`) and serves it at `GET /metrics`
-or on a port of its own. Nothing here is imported by the worker or by the runtime.
+`build` makes the `RequestObserver` the app's request handling goes through and, unless
+metrics are off, the Prometheus feed (`metrics.py`) with its `GET /metrics` route (or a
+port of its own); `assembly.build_app` passes both to the `App`. Nothing here is
+imported by the worker or by the runtime.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cogserve.exceptions import DefinitionError
+from cogserve.envvars import env_port, env_switch
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.runtime.events import RuntimeEvent
 
 if TYPE_CHECKING:
-    from cogserve.http.app import App
+    from cogserve.http.app import Handler
     from cogserve.observability.metrics import Metrics
     from cogserve.observability.requests import RequestObserver
     from cogserve.runtime.service import Service
@@ -31,40 +31,43 @@ class ObservabilityOptions:
     @classmethod
     def from_env(cls, *, metrics: bool | None = None, metrics_port: int | None = None,
                  host: str = "127.0.0.1") -> ObservabilityOptions:
-        """Flags win over COGSERVE_METRICS (0/false/off turns metrics off) and
+        """Flags win over COGSERVE_METRICS (0/false/off/no turns metrics off) and
         COGSERVE_METRICS_PORT."""
         if metrics is None:
-            metrics = os.environ.get("COGSERVE_METRICS", "1").strip().lower() not in (
-                "0", "false", "off", "no")
+            metrics = env_switch("COGSERVE_METRICS", True)
         if metrics_port is None:
-            raw = os.environ.get("COGSERVE_METRICS_PORT", "").strip()
-            if raw:
-                if not raw.isdigit() or not 0 < int(raw) < 65536:
-                    raise DefinitionError(f"COGSERVE_METRICS_PORT={raw!r} is not a port number")
-                metrics_port = int(raw)
+            metrics_port = env_port("COGSERVE_METRICS_PORT", None)
         return cls(metrics=metrics, metrics_port=metrics_port, metrics_host=host)
 
 
-def install(app: App, options: ObservabilityOptions) -> None:
+@dataclass(frozen=True)
+class Observability:
+    """What the app is built with: the observer around every request, and the routes
+    observability adds (`/metrics`, unless metrics are off or on a port of their own)."""
+
+    observer: RequestObserver
+    routes: dict[str, dict[str, Handler]]
+
+
+def build(service: Service, options: ObservabilityOptions) -> Observability:
     from cogserve.observability import spans
     from cogserve.observability.requests import RequestObserver
 
-    observer = RequestObserver(app)
-    app.handle = observer
-    service = app.service
+    observer = RequestObserver()
+    routes: dict[str, dict[str, Handler]] = {}
     if spans.wanted():  # else OpenTelemetry is never imported
         from cogserve.observability.tracing import Tracing
 
         observer.tracing = Tracing(service)
         service.on_drain.append(_flush_spans)
-    if not options.metrics:
-        return
-    feed = MetricsFeed(service, observer, options)
-    service.events.subscribe(feed)
-    if options.metrics_port is None:
-        app.exact["/metrics"] = {"GET": feed.endpoint}
-    else:
-        service.on_drain.append(feed.close_port)
+    if options.metrics:
+        feed = MetricsFeed(service, observer, options)
+        service.events.subscribe(feed)
+        if options.metrics_port is None:
+            routes["/metrics"] = {"GET": feed.endpoint}
+        else:
+            service.on_drain.append(feed.close_port)
+    return Observability(observer, routes)
 
 
 class MetricsFeed:

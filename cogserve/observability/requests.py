@@ -17,7 +17,9 @@ from cogserve.http.asgi import Message, Receive, Scope, Send
 from cogserve.http.responses import PREDICTION_KEY
 
 if TYPE_CHECKING:
-    from cogserve.http.app import App, Handler
+    from collections.abc import Callable
+
+    from cogserve.http.app import Handler
     from cogserve.observability.metrics import Metrics
     from cogserve.observability.tracing import Tracing
 
@@ -29,13 +31,19 @@ QUIET_ROUTES = frozenset({"/health-check", "/metrics", "/v2/health/live", "/v2/h
 
 
 class RequestObserver:
-    """Installed as `App.handle`; calls the router (`App.respond`) in between."""
+    """Passed to the `App`, which puts it around its router (`around`) as `App.handle`."""
 
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self.inner: Handler = app.respond
+    def __init__(self) -> None:
+        self.inner: Handler | None = None  # the router (`App.respond`)
+        self.route_of: Callable[[str], str] = str  # the router's `App.route_of`
         self.metrics: Metrics | None = None  # set once built (after the worker started)
         self.tracing: Tracing | None = None  # set when OpenTelemetry tracing is on
+
+    def around(self, respond: Handler, route_of: Callable[[str], str]) -> RequestObserver:
+        """Observe `respond`, the app's router; `route_of` names a path's route template."""
+        self.inner = respond
+        self.route_of = route_of
+        return self
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -49,12 +57,13 @@ class RequestObserver:
                 status = message["status"]
             await send(message)
 
-        route = self.app.route_of(scope["path"])
+        route = self.route_of(scope["path"])
         tracing = self.tracing
         traced = None  # probes and scrapes are not traced: they would bury the traces
         if tracing is not None and route not in QUIET_ROUTES:
             traced = tracing.start_request(scope)
         try:
+            assert self.inner is not None
             await self.inner(scope, receive, observed_send)
         finally:
             seconds = time.perf_counter() - started

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from cogserve.envvars import env_duration, env_flag, env_float, env_int, env_text
+from cogserve.envvars import (
+    env_duration,
+    env_flag,
+    env_float,
+    env_int,
+    env_port,
+    env_switch,
+    env_text,
+)
 from cogserve.exceptions import DefinitionError
 
 NAME = "COGSERVE_TEST_VARIABLE"
@@ -50,3 +58,33 @@ def test_whole_numbers_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
         assert env_flag(NAME)
     monkeypatch.setenv(NAME, "0")
     assert not env_flag(NAME)
+
+
+@pytest.mark.parametrize(("raw", "value"), [("", True), ("0", False), ("off", False),
+                                            ("No", False), ("1", True), ("on", True)])
+def test_switches(monkeypatch: pytest.MonkeyPatch, raw: str, value: bool) -> None:
+    monkeypatch.setenv(NAME, raw)
+    assert env_switch(NAME, True) is value
+
+
+def test_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(NAME, raising=False)
+    assert env_port(NAME, None) is None and env_port(NAME, 5000) == 5000
+    monkeypatch.setenv(NAME, "8080")
+    assert env_port(NAME, None) == 8080
+    monkeypatch.setenv(NAME, "0")
+    assert env_port(NAME, 5000, any_free=True) == 0  # the system picks one
+
+
+@pytest.mark.parametrize(("reader", "raw", "words"), [
+    (lambda: env_switch(NAME, True), "maybe", "is not a yes/no value"),
+    (lambda: env_port(NAME, None), "0", "is not a port number"),
+    (lambda: env_port(NAME, None, any_free=True), "65536", "is not a port number"),
+    (lambda: env_port(NAME, None), "http", "is not a number"),
+])
+def test_bad_switches_and_ports_are_refused(monkeypatch: pytest.MonkeyPatch, reader,
+                                            raw: str, words: str) -> None:
+    monkeypatch.setenv(NAME, raw)
+    with pytest.raises(DefinitionError) as caught:
+        reader()
+    assert f"{NAME}={raw!r}" in str(caught.value) and words in str(caught.value)
