@@ -22,6 +22,7 @@ from cogserve.config import ModelConfig, load_config
 from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
+from cogserve.runtime.states import Event
 
 NO_ENV_HELP = ("run the model with cogserve's own Python, not in an environment built for "
                "cog.yaml's packages (also COGSERVE_NO_ENV=1)")
@@ -424,9 +425,9 @@ def _to_stderr(text: str) -> None:
     sys.stderr.flush()
 
 
-def _print_logs(prediction: Any, event: str, payload: dict[str, Any]) -> None:
+def _print_logs(prediction: Any, event: Event, payload: dict[str, Any]) -> None:
     """The prediction's logs go to stderr as they come; its output is printed at the end."""
-    if event == "log":
+    if event is Event.LOG:
         _to_stderr(payload["data"])
 
 

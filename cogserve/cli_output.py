@@ -25,6 +25,8 @@ import sys
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from cogserve.runtime.states import Status
+
 
 class OutputError(Exception):
     """The output cannot be written where it was asked to go."""
@@ -61,7 +63,7 @@ class Presenter:
         self.nested_files = 0
 
     def present(self, prediction: dict[str, Any]) -> int:
-        succeeded = prediction["status"] == "succeeded"
+        succeeded = prediction["status"] == Status.SUCCEEDED
         output = prediction["output"]
         if succeeded and output is not None:
             base = _trim_ext(self.target) if self.whole_json else self.target

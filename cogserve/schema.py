@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 from cogserve.runner import MISSING
+from cogserve.runtime.states import Status, WebhookEvent
 from cogserve.specs import InputSpec, OutputSpec, Signature, TypeSpec
 from cogserve.types import Secret
 
@@ -299,7 +300,7 @@ def _request(title: str, input_ref: str) -> dict[str, Any]:
                     "format": "uri", "pattern": "^https?://"},
         "webhook_events_filter": {"type": "array",
                                   "items": {"$ref": "#/components/schemas/WebhookEvent"},
-                                  "default": ["start", "output", "logs", "completed"]},
+                                  "default": [e.value for e in WebhookEvent]},
         "output_file_prefix": {"title": "Output File Prefix", "type": "string",
                                "pattern": "^https?://"},
     }}
@@ -330,9 +331,10 @@ _ENVELOPE: dict[str, Any] = {
     "PredictionRequest": _request("PredictionRequest", "Input"),
     "PredictionResponse": _response("PredictionResponse", "Input", "Output"),
     "Status": {"title": "Status", "description": "An enumeration.", "type": "string",
-               "enum": ["starting", "processing", "succeeded", "canceled", "failed"]},
+               "enum": [s.value for s in (Status.STARTING, Status.PROCESSING, Status.SUCCEEDED,
+                                          Status.CANCELED, Status.FAILED)]},
     "WebhookEvent": {"title": "WebhookEvent", "description": "An enumeration.", "type": "string",
-                     "enum": ["start", "output", "logs", "completed"]},
+                     "enum": [e.value for e in WebhookEvent]},
     "ValidationError": {"title": "ValidationError", "required": ["loc", "msg", "type"],
                         "type": "object", "properties": {
                             "loc": {"title": "Location", "type": "array",

@@ -15,6 +15,7 @@ from ray import serve
 from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
 from cogserve.deploy.ray_routing import Homes, prediction_id, replica_tag
+from cogserve.runtime.states import Health
 
 QUEUE_HEADROOM = 16  # requests a replica takes beyond its slots (cancels, GETs, queued)
 
@@ -110,7 +111,7 @@ class CogserveReplica:
         app, self.service, _ = assembly.build(config, settings)
         await self.service.start()
         await self.service.ready.wait()
-        if self.service.status != "READY":
+        if self.service.status is not Health.READY:
             logs = self.service.setup["logs"].strip().splitlines()
             await self.service.stop()
             raise ReplicaFailed(f"setup() failed: {logs[-1] if logs else 'worker exited'}")
@@ -122,6 +123,6 @@ class CogserveReplica:
 
     def check_health(self) -> None:
         """Ray calls this periodically: a dead worker (DEFUNCT) means a new replica."""
-        if self.service.status in ("DEFUNCT", "SETUP_FAILED"):
+        if self.service.status in (Health.DEFUNCT, Health.SETUP_FAILED):
             raise ReplicaFailed(f"the model is {self.service.status}: "
                                 f"{self.service.fatal_reason or 'setup failed'}")

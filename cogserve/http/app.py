@@ -19,6 +19,7 @@ from cogserve.http.responses import HTTPError, RequestError, send_json
 from cogserve.protocol import Mode
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.service import Service
+from cogserve.runtime.states import Status
 
 if TYPE_CHECKING:
     from cogserve.observability.requests import RequestObserver
@@ -167,7 +168,7 @@ class App:
     async def _no_predictor(self, *_: Any) -> None:
         raise HTTPError(404, {"error": "This model has no predictor: its cog.yaml names only "
                                        "`train:`, not `run:`/`predict:`. Use POST /trainings.",
-                              "status": "failed"})
+                              "status": Status.FAILED})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

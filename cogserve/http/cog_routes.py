@@ -41,7 +41,7 @@ from cogserve.runtime.errors import (
 )
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.service import Service, generate_id
-from cogserve.runtime.states import WebhookEvent
+from cogserve.runtime.states import Status, WebhookEvent
 from cogserve.runtime.store import Finished
 from cogserve.validation import ErrorKind, FieldError
 from cogserve.validation import show as _show
@@ -59,18 +59,18 @@ _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 def refusal_response(exc: Refusal) -> HTTPError:
     """The runtime's refusal as Cog's routes answer it (status and body)."""
     if isinstance(exc, NotReady):
-        return HTTPError(503, {"error": str(exc), "status": "failed"})
+        return HTTPError(503, {"error": str(exc), "status": Status.FAILED})
     if isinstance(exc, AtCapacity | AlreadyRunning):
-        return HTTPError(409, {"error": str(exc), "status": "failed"})
+        return HTTPError(409, {"error": str(exc), "status": Status.FAILED})
     if isinstance(exc, QueueFull):
-        return HTTPError(429, {"error": str(exc), "status": "failed"},
+        return HTTPError(429, {"error": str(exc), "status": Status.FAILED},
                          [(b"retry-after", str(exc.retry_after).encode())])
     if isinstance(exc, InputNotSendable):
         return HTTPError(422, {"detail": [{"loc": ["body", "input"], "type": "value_error",
                                            "msg": str(exc)}]})
     if isinstance(exc, UnknownPrediction):
         return HTTPError(404, {"error": str(exc)})
-    return HTTPError(400, {"error": str(exc), "status": "failed"})
+    return HTTPError(400, {"error": str(exc), "status": Status.FAILED})
 
 
 class CogRoutes:

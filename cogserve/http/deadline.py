@@ -13,6 +13,7 @@ import math
 
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import HTTPError, header
+from cogserve.runtime.states import Status
 
 HEADER = b"x-prediction-timeout"
 
@@ -28,5 +29,5 @@ def request_timeout(scope: Scope) -> float | None:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise HTTPError(400, {"error": f"X-Prediction-Timeout must be a positive number of "
-                                       f"seconds, not {raw!r}", "status": "failed"})
+                                       f"seconds, not {raw!r}", "status": Status.FAILED})
     return value

@@ -38,15 +38,17 @@ from prometheus_client.registry import Collector
 
 from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
 from cogserve.runtime.pool import WorkerState
+from cogserve.runtime.states import Health, Status
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction
     from cogserve.runtime.service import Service
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-OUTCOMES = ("succeeded", "failed", "canceled")
+OUTCOMES = tuple(s.value for s in (Status.SUCCEEDED, Status.FAILED, Status.CANCELED))
 KINDS = ("prediction", "training")
-HEALTH_STATES = ("STARTING", "READY", "BUSY", "SETUP_FAILED", "DEFUNCT")
+HEALTH_STATES = tuple(h.value for h in (Health.STARTING, Health.READY, Health.BUSY,
+                                        Health.SETUP_FAILED, Health.DEFUNCT))
 # run() takes milliseconds to hours; the default buckets stop at 10 s
 PREDICTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
                       300, 600, 1800, 3600)

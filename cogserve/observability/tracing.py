@@ -21,6 +21,7 @@ from cogserve.http.asgi import Scope
 from cogserve.http.responses import header
 from cogserve.observability import spans
 from cogserve.runtime.events import RuntimeEvent
+from cogserve.runtime.states import Status as PredictionStatus
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction
@@ -83,6 +84,6 @@ class Tracing:
         if span is None:
             return
         span.set_attribute("cog.prediction.status", prediction.status)
-        if prediction.status == "failed":
+        if prediction.status is PredictionStatus.FAILED:
             span.set_status(Status(StatusCode.ERROR, (prediction.error or "")[:200]))
         span.end()

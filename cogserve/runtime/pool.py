@@ -16,16 +16,17 @@ import asyncio
 import enum
 from dataclasses import dataclass, field
 
+from cogserve.runtime.states import Health
 from cogserve.runtime.supervisor import WorkerProcess
 
 
 class WorkerState(enum.Enum):
     """One worker's lifecycle; the server's health is derived from all of them."""
 
-    STARTING = "STARTING"
-    READY = "READY"
-    SETUP_FAILED = "SETUP_FAILED"
-    DEFUNCT = "DEFUNCT"  # ended after setup and not replaced
+    STARTING = Health.STARTING
+    READY = Health.READY
+    SETUP_FAILED = Health.SETUP_FAILED
+    DEFUNCT = Health.DEFUNCT  # ended after setup and not replaced
 
 
 class Restart(enum.Enum):

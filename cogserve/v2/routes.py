@@ -41,7 +41,7 @@ from cogserve.runtime.errors import (
 )
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.service import Service, generate_id
-from cogserve.runtime.states import DEAD, SERVING
+from cogserve.runtime.states import DEAD, SERVING, Status
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ModelMetadata, PackedTensor
 from cogserve.validation import ErrorKind
@@ -233,7 +233,7 @@ class V2Routes:
                     os.unlink(path)
                 except OSError:
                     pass
-        if prediction.status != "succeeded":
+        if prediction.status is not Status.SUCCEEDED:
             detail = prediction.error or prediction.status
             raise TensorError(f"inference failed: {detail}")
         await self._respond(send, meta, request, requested, prediction)

@@ -10,6 +10,7 @@ from typing import Any
 
 from cogserve.observability import spans
 from cogserve.protocol import KIND, FromWorker
+from cogserve.runtime.states import Status as PredictionStatus
 
 
 def open_span(prediction_id: str, carrier: dict[str, str]) -> tuple[Any, Any]:
@@ -26,10 +27,11 @@ def finish(span: Any, frame: dict[str, Any]) -> None:
     """End it with the outcome the terminal frame reports."""
     from opentelemetry.trace import Status, StatusCode
 
-    status = {FromWorker.DONE: "succeeded", FromWorker.FAILED: "failed"}.get(
-        frame[KIND], "canceled")
-    span.set_attribute("cog.prediction.status", status)
-    if status == "failed":
+    status = {FromWorker.DONE: PredictionStatus.SUCCEEDED,
+              FromWorker.FAILED: PredictionStatus.FAILED}.get(frame[KIND],
+                                                              PredictionStatus.CANCELED)
+    span.set_attribute("cog.prediction.status", status.value)
+    if status is PredictionStatus.FAILED:
         span.set_status(Status(StatusCode.ERROR, str(frame.get("error", ""))[:200]))
     span.end()
 
