@@ -137,6 +137,7 @@ class CogRoutes:
         body = parse_json(raw)
         if body is None and not raw.strip():
             body = {}  # no body at all: the document does not require one
+        del raw  # a big body's bytes go now, before the input is validated and re-encoded
         if not isinstance(body, dict):  # JSON null included: the document says object
             raise HTTPError(422, _detail([("body",), f"{_show(body)} is not of type \"object\"",
                                           "value_error"]))
