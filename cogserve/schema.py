@@ -12,10 +12,11 @@ from typing import Any
 
 from cogserve.runner import MISSING
 from cogserve.runtime.states import Status, WebhookEvent
-from cogserve.specs import InputSpec, OutputSpec, Signature, TypeSpec
+from cogserve.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
 from cogserve.types import Secret
 
-_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+_JSON_TYPES = {TypeKind.STR: "string", TypeKind.INT: "integer", TypeKind.FLOAT: "number",
+               TypeKind.BOOL: "boolean"}
 
 
 def type_schema(t: TypeSpec) -> dict[str, Any]:
@@ -23,23 +24,23 @@ def type_schema(t: TypeSpec) -> dict[str, Any]:
     kind = t.kind
     if kind in _JSON_TYPES:
         out: dict[str, Any] = {"type": _JSON_TYPES[kind]}
-    elif kind in ("path", "file"):
+    elif kind in (TypeKind.PATH, TypeKind.FILE):
         out = {"type": "string", "format": "uri"}
-    elif kind == "secret":
+    elif kind == TypeKind.SECRET:
         out = {"type": "string", "format": "password", "writeOnly": True, "x-cog-secret": True}
-    elif kind == "any":
+    elif kind == TypeKind.ANY:
         out = {"type": "object"}
-    elif kind == "opaque":
+    elif kind == TypeKind.OPAQUE:
         out = {}
-    elif kind == "list":
-        out = {"type": "array", "items": type_schema(t.item or TypeSpec("any"))}
-    elif kind == "tensor":
+    elif kind == TypeKind.LIST:
+        out = {"type": "array", "items": type_schema(t.item or TypeSpec(TypeKind.ANY))}
+    elif kind == TypeKind.TENSOR:
         out = {"type": "array", "items": {}, "x-cogserve-tensor": tensor_extension(t)}
-    elif kind == "union":
+    elif kind == TypeKind.UNION:
         out = {"anyOf": [type_schema(m) for m in t.members]}
-    elif kind == "literal":
-        out = {"type": _JSON_TYPES[t.item.kind if t.item else "str"], "enum": list(t.values)}
-    elif kind == "object":
+    elif kind == TypeKind.LITERAL:
+        out = {"type": _JSON_TYPES[t.item.kind if t.item else TypeKind.STR], "enum": list(t.values)}
+    elif kind == TypeKind.OBJECT:
         props: dict[str, Any] = {}
         required = []
         for name, ft, is_required in t.fields:
@@ -53,7 +54,7 @@ def type_schema(t: TypeSpec) -> dict[str, Any]:
             out["required"] = required
     else:  # pragma: no cover - signature.py only produces the kinds above
         raise ValueError(f"unknown type kind {kind}")
-    if t.optional and kind != "opaque":
+    if t.optional and kind != TypeKind.OPAQUE:
         out["nullable"] = True
     return out
 
@@ -89,8 +90,8 @@ def input_property(spec: InputSpec, *, with_default: bool = True) -> dict[str, A
     if info.regex is not None:
         target["pattern"] = info.regex
     if with_default and info.default is not MISSING and info.default is not None:
-        secret = spec.type.kind == "secret" or (spec.type.item is not None
-                                                and spec.type.item.kind == "secret")
+        secret = spec.type.kind == TypeKind.SECRET or (spec.type.item is not None
+                                                and spec.type.item.kind == TypeKind.SECRET)
         prop["default"] = _redacted(info.default) if secret else _json_default(info.default)
     return prop
 

@@ -21,7 +21,7 @@ from typing import Any
 from cogserve.exceptions import DefinitionError
 from cogserve.runner import MISSING, FieldInfo
 from cogserve.schema import input_property
-from cogserve.specs import InputSpec, OutputSpec, Signature, TypeSpec
+from cogserve.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
 from cogserve.types import (
     AsyncConcatenateIterator,
     ConcatenateIterator,
@@ -35,9 +35,9 @@ from cogserve.types import (
 from cogserve.types import BaseModel as CogBaseModel
 from cogserve.validation import Errors, compile_property  # one rule set for both
 
-PRIMITIVES = {str: "str", int: "int", float: "float", bool: "bool"}
-FILE_KINDS = {"path", "file"}
-JSON_NATIVE = {"str", "int", "float", "bool", "any", "list"}
+PRIMITIVES = {str: TypeKind.STR, int: TypeKind.INT, float: TypeKind.FLOAT, bool: TypeKind.BOOL}
+JSON_NATIVE = {TypeKind.STR, TypeKind.INT, TypeKind.FLOAT, TypeKind.BOOL, TypeKind.ANY,
+               TypeKind.LIST}
 
 
 class _Where:
@@ -131,7 +131,7 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
     if origin is typing.Annotated:
         base, *extras = typing.get_args(tp)
         if any(e is Opaque or isinstance(e, Opaque) for e in extras):
-            return TypeSpec("opaque")
+            return TypeSpec(TypeKind.OPAQUE)
         return _input_type(base, where, name)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
@@ -141,33 +141,33 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
         if len(specs) == 1:
             return dataclasses.replace(specs[0], optional=optional)
         for s in specs:
-            item_kind = s.item.kind if s.kind == "list" and s.item else "any"
+            item_kind = s.item.kind if s.kind == TypeKind.LIST and s.item else TypeKind.ANY
             if s.kind not in JSON_NATIVE or s.optional or item_kind not in JSON_NATIVE:
                 raise where.error(
                     f"unsupported type {_name(tp)}: union members must be str, int, float, "
                     "bool, dict or list (not Path, File, Secret or a model)",
                     name,
                 )
-        return TypeSpec("union", members=specs, optional=optional)
+        return TypeSpec(TypeKind.UNION, members=specs, optional=optional)
     if origin is typing.Literal:
         values = typing.get_args(tp)
         kinds = {type(v) for v in values}
         if not kinds <= {str, int} or len(kinds) != 1:
             raise where.error(f"unsupported type {_name(tp)}: Literal values must be all str "
                               "or all int", name)
-        return TypeSpec("literal", values=tuple(values),
-                        item=TypeSpec("str" if str in kinds else "int"))
+        return TypeSpec(TypeKind.LITERAL, values=tuple(values),
+                        item=TypeSpec(TypeKind.STR if str in kinds else TypeKind.INT))
     if origin in (list, collections.abc.Sequence, collections.abc.Iterable):
         args = typing.get_args(tp)
-        item = _input_type(args[0], where, name) if args else TypeSpec("any")
-        if item.kind in ("list", "union") or item.optional:
+        item = _input_type(args[0], where, name) if args else TypeSpec(TypeKind.ANY)
+        if item.kind in (TypeKind.LIST, TypeKind.UNION) or item.optional:
             raise where.error(f"unsupported type {_name(tp)}: list items must be a plain type",
                               name)
-        return TypeSpec("list", item=item)
+        return TypeSpec(TypeKind.LIST, item=item)
     if tp is list:
-        return TypeSpec("list", item=TypeSpec("any"))
+        return TypeSpec(TypeKind.LIST, item=TypeSpec(TypeKind.ANY))
     if origin is dict or tp is dict or tp is typing.Any:
-        return TypeSpec("any")
+        return TypeSpec(TypeKind.ANY)
     if tp in PRIMITIVES:
         return TypeSpec(PRIMITIVES[tp])
     tensor = _tensor_type(tp)
@@ -175,16 +175,16 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
         return tensor
     if isinstance(tp, type):
         if issubclass(tp, pathlib.Path) or tp is Path:
-            return TypeSpec("path")
+            return TypeSpec(TypeKind.PATH)
         if issubclass(tp, File) or tp is io.IOBase:
-            return TypeSpec("file")
+            return TypeSpec(TypeKind.FILE)
         if issubclass(tp, Secret):
-            return TypeSpec("secret")
+            return TypeSpec(TypeKind.SECRET)
         if issubclass(tp, enum.Enum):
             values = tuple(m.value for m in tp)
-            return TypeSpec("literal", values=values,
-                            item=TypeSpec("int" if all(isinstance(v, int) for v in values)
-                                          else "str"))
+            return TypeSpec(TypeKind.LITERAL, values=values,
+                            item=TypeSpec(TypeKind.INT if all(isinstance(v, int) for v in values)
+                                          else TypeKind.STR))
     raise where.error(
         f"unsupported input type {_name(tp)}; use str, int, float, bool, Path, File, Secret, "
         "list[...], dict, Optional[...], a union of JSON types or Literal[...]",
@@ -194,13 +194,13 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
 
 def _check_input(spec: InputSpec, where: _Where) -> None:
     info, t, name = spec.info, spec.type, spec.name
-    base = t.item if t.kind == "list" and t.item else t
-    numeric = base.kind in ("int", "float")
-    stringy = base.kind in ("str", "secret")
+    base = t.item if t.kind == TypeKind.LIST and t.item else t
+    numeric = base.kind in (TypeKind.INT, TypeKind.FLOAT)
+    stringy = base.kind in (TypeKind.STR, TypeKind.SECRET)
     if (info.ge is not None or info.le is not None) and not numeric:
         raise where.error(f"ge/le apply to int and float inputs, not {t.describe()}", name)
     if (info.min_length is not None or info.max_length is not None) and not (
-        stringy or t.kind == "list"
+        stringy or t.kind == TypeKind.LIST
     ):
         raise where.error(f"min_length/max_length apply to str and list inputs, not "
                           f"{t.describe()}", name)
@@ -212,9 +212,9 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
         except re.error as exc:
             raise where.error(f"regex {info.regex!r} does not compile: {exc}", name) from None
     if info.choices is not None:
-        if base.kind not in ("str", "int") or t.kind == "list":
+        if base.kind not in (TypeKind.STR, TypeKind.INT) or t.kind == TypeKind.LIST:
             raise where.error(f"choices apply to str and int inputs, not {t.describe()}", name)
-        want = str if base.kind == "str" else int
+        want = str if base.kind == TypeKind.STR else int
         bad = [c for c in info.choices if not isinstance(c, want) or isinstance(c, bool)]
         if bad:
             article = "an int" if want is int else "a str"
@@ -222,7 +222,7 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
     default = info.default
     if default is MISSING or default is None:
         return
-    if t.kind == "path" and not str(default).startswith(("http://", "https://", "data:")):
+    if t.kind == TypeKind.PATH and not str(default).startswith(("http://", "https://", "data:")):
         return  # a local file shipped with the model: the worker hands it over as is
     problem = check_default(spec)
     if problem:
@@ -261,8 +261,8 @@ def _output_type(tp: Any, where: _Where) -> OutputSpec:
         AsyncConcatenateIterator,
     ):
         is_async = (origin or tp) is AsyncConcatenateIterator
-        item = _value_type(args[0], where) if args else TypeSpec("str")
-        if item.kind != "str":
+        item = _value_type(args[0], where) if args else TypeSpec(TypeKind.STR)
+        if item.kind != TypeKind.STR:
             raise where.error("ConcatenateIterator must yield str")
         return OutputSpec(item, iterator="concatenate", is_async_iterator=is_async)
     if origin in (
@@ -270,13 +270,14 @@ def _output_type(tp: Any, where: _Where) -> OutputSpec:
         collections.abc.Generator,
         collections.abc.Iterable,
     ):
-        return OutputSpec(_value_type(args[0], where) if args else TypeSpec("any"), "iterator")
+        item = _value_type(args[0], where) if args else TypeSpec(TypeKind.ANY)
+        return OutputSpec(item, "iterator")
     if origin in (
         collections.abc.AsyncIterator,
         collections.abc.AsyncGenerator,
         collections.abc.AsyncIterable,
     ):
-        item = _value_type(args[0], where) if args else TypeSpec("any")
+        item = _value_type(args[0], where) if args else TypeSpec(TypeKind.ANY)
         return OutputSpec(item, "iterator", is_async_iterator=True)
     if origin in (typing.Union, types.UnionType):
         raise where.error(f"the return type {_name(tp)} is a union or Optional; return one "
@@ -291,27 +292,28 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
     if tp in PRIMITIVES:
         return TypeSpec(PRIMITIVES[tp])
     if tp is typing.Any or tp is dict or origin is dict:
-        return TypeSpec("any")
+        return TypeSpec(TypeKind.ANY)
     tensor = _tensor_type(tp)
     if tensor is not None:
         return tensor
     if tp is list or origin in (list, collections.abc.Sequence):
         args = typing.get_args(tp)
-        return TypeSpec("list", item=_value_type(args[0], where) if args else TypeSpec("any"))
+        item = _value_type(args[0], where) if args else TypeSpec(TypeKind.ANY)
+        return TypeSpec(TypeKind.LIST, item=item)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         members = [a for a in args if a is not type(None)]
         if len(members) == 1:
             return dataclasses.replace(_value_type(members[0], where), optional=True)
         specs = tuple(_value_type(m, where) for m in members)
-        return TypeSpec("union", members=specs, optional=len(members) != len(args))
+        return TypeSpec(TypeKind.UNION, members=specs, optional=len(members) != len(args))
     if isinstance(tp, type):
         if issubclass(tp, pathlib.Path):
-            return TypeSpec("path")
+            return TypeSpec(TypeKind.PATH)
         if issubclass(tp, File) or issubclass(tp, io.IOBase):
-            return TypeSpec("file")
+            return TypeSpec(TypeKind.FILE)
         if issubclass(tp, Secret):
-            return TypeSpec("secret")
+            return TypeSpec(TypeKind.SECRET)
         if issubclass(tp, CogBaseModel) and dataclasses.is_dataclass(tp):
             hints = typing.get_type_hints(tp)
             fields = tuple(
@@ -320,7 +322,7 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
                  and not _is_optional(hints[f.name]))
                 for f in dataclasses.fields(tp)
             )
-            return TypeSpec("object", fields=fields, model=tp)
+            return TypeSpec(TypeKind.OBJECT, fields=fields, model=tp)
         if _is_pydantic_model(tp):
             hints = typing.get_type_hints(tp)
             fields = tuple(
@@ -328,7 +330,7 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
                  finfo.is_required() and not _is_optional(hints.get(fname)))
                 for fname, finfo in getattr(tp, "model_fields", {}).items()
             )
-            return TypeSpec("object", fields=fields, model=tp)
+            return TypeSpec(TypeKind.OBJECT, fields=fields, model=tp)
     raise where.error(
         f"unsupported output type {_name(tp)}; use str, int, float, bool, Path, File, "
         "list[...], dict, a BaseModel, or an Iterator of those"
@@ -338,7 +340,7 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
 def _tensor_type(tp: Any) -> TypeSpec | None:
     """cogserve.Tensor[...] or numpy.ndarray (also NDArray[np.float32]), without importing numpy."""
     if isinstance(tp, type) and issubclass(tp, Tensor):
-        return TypeSpec("tensor", tensor=(tp.datatype, tp.shape))
+        return TypeSpec(TypeKind.TENSOR, tensor=(tp.datatype, tp.shape))
     base = typing.get_origin(tp) or tp
     if not (isinstance(base, type) and base.__name__ == "ndarray"
             and base.__module__ == "numpy"):
@@ -352,7 +354,7 @@ def _tensor_type(tp: Any) -> TypeSpec | None:
                 datatype = tensor_datatype(scalar[0])
             except TypeError:
                 datatype = None  # np.generic, np.floating...: any datatype
-    return TypeSpec("tensor", tensor=(datatype, None))
+    return TypeSpec(TypeKind.TENSOR, tensor=(datatype, None))
 
 
 def _is_optional(tp: Any) -> bool:

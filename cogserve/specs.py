@@ -9,31 +9,52 @@ its own declaration) without the two importing each other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from cogserve.runner import MISSING, FieldInfo
+
+
+class TypeKind(StrEnum):
+    """What kind of type a `TypeSpec` is. A StrEnum: the values appear in error messages
+    and in schema keys exactly as the bare strings did."""
+
+    STR = "str"
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    PATH = "path"
+    FILE = "file"
+    SECRET = "secret"
+    ANY = "any"
+    OPAQUE = "opaque"
+    LIST = "list"
+    UNION = "union"
+    LITERAL = "literal"
+    OBJECT = "object"
+    TENSOR = "tensor"
 
 
 @dataclass(frozen=True)
 class TypeSpec:
     """One type in the model's signature, reduced to what serving needs to know."""
 
-    kind: str  # str int float bool path file secret any opaque list union literal object
+    kind: TypeKind
     item: TypeSpec | None = None  # list element
     members: tuple[TypeSpec, ...] = ()  # union members (without None)
     values: tuple[Any, ...] = ()  # literal values
     fields: tuple[tuple[str, TypeSpec, bool], ...] = ()  # object fields: (name, type, required)
     model: Any = None  # the output BaseModel class
     optional: bool = False
-    # kind "tensor": (datatype or None, shape or None); None means "whatever the client sends"
+    # kind TENSOR: (datatype or None, shape or None); None means "whatever the client sends"
     tensor: tuple[str | None, tuple[int, ...] | None] | None = None
 
     def describe(self) -> str:
-        if self.kind == "list" and self.item is not None:
+        if self.kind == TypeKind.LIST and self.item is not None:
             return f"list[{self.item.describe()}]"
-        if self.kind == "union":
+        if self.kind == TypeKind.UNION:
             return " | ".join(m.describe() for m in self.members)
-        if self.kind == "object" and self.model is not None:
+        if self.kind == TypeKind.OBJECT and self.model is not None:
             return str(self.model.__name__)
         return str(self.kind)
 
@@ -60,7 +81,7 @@ class OutputSpec:
 @dataclass
 class Signature:
     inputs: list[InputSpec] = field(default_factory=list)
-    output: OutputSpec = field(default_factory=lambda: OutputSpec(TypeSpec("any")))
+    output: OutputSpec = field(default_factory=lambda: OutputSpec(TypeSpec(TypeKind.ANY)))
 
     def input(self, name: str) -> InputSpec | None:
         for spec in self.inputs:

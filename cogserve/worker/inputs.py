@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cogserve.runner import MISSING
-from cogserve.specs import InputSpec, Signature, TypeSpec
+from cogserve.specs import InputSpec, Signature, TypeKind, TypeSpec
 from cogserve.types import Path, Secret
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
             raise FetchError("; ".join(errors))
         for (name, index), (kind, path) in results.items():
             value = Path(path)
-            if kind == "file":
+            if kind == TypeKind.FILE:
                 handle = open(path, "rb")  # noqa: SIM115 - closed when the prediction ends
                 opened.append(handle)
                 value = handle
@@ -117,27 +117,27 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
     if value is None:
         return None
     kind = t.kind
-    if kind == "float":
+    if kind == TypeKind.FLOAT:
         return float(value)
-    if kind == "int":
+    if kind == TypeKind.INT:
         return int(value)  # the schema allows 2.0 for an integer; run() gets 2
-    if kind == "secret":
+    if kind == TypeKind.SECRET:
         return Secret(value)
-    if kind in ("path", "file"):
+    if kind in (TypeKind.PATH, TypeKind.FILE):
         if isinstance(value, pathlib.Path):
             return value
-        if kind == "path" and not value.startswith(_URL_SCHEMES):
+        if kind == TypeKind.PATH and not value.startswith(_URL_SCHEMES):
             return Path(value)  # a local default: requests were validated as URLs
         jobs.append((spec.name, index, (kind, value)))
         return value
-    if kind == "list" and t.item is not None:
+    if kind == TypeKind.LIST and t.item is not None:
         return [_convert(spec, t.item, v, jobs, i) for i, v in enumerate(value)]
-    if kind == "tensor":
+    if kind == TypeKind.TENSOR:
         # numpy: only for models that declare tensors
         from cogserve.worker.tensors import to_array
 
         return to_array(value, t.tensor, spec.name)
-    if kind == "union":
+    if kind == TypeKind.UNION:
         return _union(t, value)
     return value
 
@@ -145,7 +145,7 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
 def _union(t: TypeSpec, value: Any) -> Any:
     """Most specific member wins: a JSON integer for an int|float union stays an int."""
     kinds = {m.kind for m in t.members}
-    if type(value) is int and "int" not in kinds and "float" in kinds:
+    if type(value) is int and TypeKind.INT not in kinds and TypeKind.FLOAT in kinds:
         return float(value)
     return value
 

@@ -15,7 +15,7 @@ import pathlib
 from typing import Any
 
 from cogserve.protocol import FILE_KEY
-from cogserve.specs import TypeSpec
+from cogserve.specs import TypeKind, TypeSpec
 from cogserve.worker import handover
 
 # JSON carries what orjson can write: nesting below its limit of 254 levels (the output
@@ -49,32 +49,32 @@ def encode(value: Any, t: TypeSpec, where: str = "output",
         found = []
     kind = t.kind
     if value is None:
-        if t.optional or kind in ("any", "opaque"):
+        if t.optional or kind in (TypeKind.ANY, TypeKind.OPAQUE):
             return None
         raise OutputTypeError(f"{where}: expected {t.describe()}, got None")
-    if kind == "str":
+    if kind == TypeKind.STR:
         if type(value) is str:
             return value
         if isinstance(value, str):
             return str(value)
-    elif kind == "int":
+    elif kind == TypeKind.INT:
         if type(value) is int:
             return _int_in_range(value, where)
         if isinstance(value, int) and not isinstance(value, bool):
             return _int_in_range(int(value), where)
         if _numpy_scalar(value, "i"):
             return int(value)
-    elif kind == "float":
+    elif kind == TypeKind.FLOAT:
         if type(value) is float:
             return value
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         if _numpy_scalar(value, "fi"):
             return float(value)
-    elif kind == "bool":
+    elif kind == TypeKind.BOOL:
         if isinstance(value, bool):
             return value
-    elif kind in ("path", "file"):
+    elif kind in (TypeKind.PATH, TypeKind.FILE):
         if isinstance(value, str | os.PathLike):
             path = pathlib.Path(value)
             if not path.is_file():
@@ -84,16 +84,16 @@ def encode(value: Any, t: TypeSpec, where: str = "output",
         if isinstance(value, io.IOBase) or hasattr(value, "read"):
             found.append("file")
             return {FILE_KEY: handover.spill_output(value)}
-    elif kind == "secret":
+    elif kind == TypeKind.SECRET:
         return str(value)
-    elif kind == "list":
+    elif kind == TypeKind.LIST:
         if isinstance(value, list | tuple):
-            item = t.item or TypeSpec("any")
+            item = t.item or TypeSpec(TypeKind.ANY)
             return [encode(v, item, f"{where}[{i}]", found)
                     for i, v in enumerate(value)]
-    elif kind == "object":
+    elif kind == TypeKind.OBJECT:
         return _encode_object(value, t, where, found)
-    elif kind == "tensor":
+    elif kind == TypeKind.TENSOR:
         # numpy: only for models that declare tensors
         from cogserve.worker.tensors import from_array
 
@@ -101,13 +101,13 @@ def encode(value: Any, t: TypeSpec, where: str = "output",
             return from_array(value, t.tensor, where)
         except TypeError as exc:
             raise OutputTypeError(str(exc)) from None
-    elif kind == "union":
+    elif kind == TypeKind.UNION:
         for member in t.members:
             try:
                 return encode(value, member, where, found)
             except OutputTypeError:
                 continue
-    elif kind in ("any", "opaque", "literal"):
+    elif kind in (TypeKind.ANY, TypeKind.OPAQUE, TypeKind.LITERAL):
         return _jsonable(value, where, found)
     raise OutputTypeError(
         f"{where}: expected {t.describe()}, got {type(value).__name__} ({_short(value)})"

@@ -25,6 +25,7 @@ from cogserve import ipc, protocol
 from cogserve.exceptions import CancelationException, FetchError
 from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
+from cogserve.specs import TypeKind
 from cogserve.worker import handover, inputs, logs, outputs, tempdirs
 from cogserve.worker.logs import LogTarget, Router
 from cogserve.worker.transfers import StopReason, Transfers
@@ -482,8 +483,8 @@ async def _raise_in_thread(job: Job) -> None:
 
 def _has_files(model: LoadedModel) -> bool:
     for spec in model.signature.inputs:
-        t = spec.type.item if spec.type.kind == "list" and spec.type.item else spec.type
-        if t.kind in ("path", "file"):
+        t = spec.type.item if spec.type.kind == TypeKind.LIST and spec.type.item else spec.type
+        if t.kind in (TypeKind.PATH, TypeKind.FILE):
             return True
     return False
 
