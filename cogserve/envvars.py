@@ -13,6 +13,7 @@ Standard library only: the worker imports this before the model.
 from __future__ import annotations
 
 import os
+import pathlib
 from typing import overload
 
 from cogserve.exceptions import DefinitionError
@@ -106,6 +107,18 @@ def _at_least(name: str, raw: str, value: float, minimum: float | None) -> float
                               f"{minimum:g}" if minimum is not None else
                               f"environment variable {name}={raw!r} is not a number")
     return value
+
+
+def env_store_root() -> pathlib.Path:
+    """The cache folder of model environments: `COGSERVE_ENV_DIR`, else
+    `$XDG_CACHE_HOME/cogserve/envs`, else `~/.cache/cogserve/envs`. (XDG_CACHE_HOME is
+    not ours: it is looked up as the XDG spec says, unset or empty meaning ~/.cache.)"""
+    explicit = env_text("COGSERVE_ENV_DIR")
+    if explicit:
+        return pathlib.Path(explicit).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
+    return base / "cogserve" / "envs"
 
 
 # ---------------------------------------------------------------- read by the worker

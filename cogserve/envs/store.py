@@ -1,7 +1,7 @@
 """The cache folder of model environments.
 
-Layout of the root (`COGSERVE_ENV_DIR`, else `$XDG_CACHE_HOME/cogserve/envs`, else
-`~/.cache/cogserve/envs`):
+Layout of the root (`envvars.env_store_root`: `COGSERVE_ENV_DIR`, else
+`$XDG_CACHE_HOME/cogserve/envs`, else `~/.cache/cogserve/envs`):
 
     <key>/                     a ready environment; `cogserve-env.json` inside says what
                                it holds, and its mtime is the last time it was used
@@ -30,19 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
+from cogserve.envvars import env_store_root
+
 MARKER = "cogserve-env.json"
 LOCKS = ".locks"
 BUILDING = ".building-"
 REMOVING = ".removing-"
-
-
-def default_root() -> pathlib.Path:
-    explicit = os.environ.get("COGSERVE_ENV_DIR")
-    if explicit:
-        return pathlib.Path(explicit).expanduser().resolve()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
-    return base / "cogserve" / "envs"
 
 
 @dataclass(frozen=True)
@@ -54,7 +47,7 @@ class StoredEnv:
 
 class EnvStore:
     def __init__(self, root: pathlib.Path | None = None) -> None:
-        self.root = root or default_root()
+        self.root = root or env_store_root()
 
     @property
     def wheels(self) -> pathlib.Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from cogserve.envvars import (
@@ -10,6 +12,7 @@ from cogserve.envvars import (
     env_float,
     env_int,
     env_port,
+    env_store_root,
     env_switch,
     env_text,
 )
@@ -88,3 +91,13 @@ def test_bad_switches_and_ports_are_refused(monkeypatch: pytest.MonkeyPatch, rea
     with pytest.raises(DefinitionError) as caught:
         reader()
     assert f"{NAME}={raw!r}" in str(caught.value) and words in str(caught.value)
+
+
+def test_the_env_store_root(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    monkeypatch.setenv("COGSERVE_ENV_DIR", str(tmp_path / "envs"))
+    assert env_store_root() == tmp_path / "envs"
+    monkeypatch.setenv("COGSERVE_ENV_DIR", " ")  # empty: the default
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert env_store_root() == tmp_path / "cache" / "cogserve" / "envs"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert env_store_root() == pathlib.Path.home() / ".cache" / "cogserve" / "envs"
