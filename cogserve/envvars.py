@@ -26,11 +26,6 @@ def env_text(name: str, default: str = "") -> str:
     return os.environ.get(name, "").strip() or default
 
 
-def env_flag(name: str) -> bool:
-    """A yes/no variable: 1, true, yes, on (any case) are yes; anything else is no."""
-    return os.environ.get(name, "").strip().lower() in _YES
-
-
 def env_switch(name: str, default: bool) -> bool:
     """A yes/no variable with a default either way: 1, true, yes, on or 0, false, no,
     off (any case); another value is refused."""

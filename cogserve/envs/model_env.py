@@ -18,7 +18,7 @@ from cogserve.config import ModelConfig
 from cogserve.envs import selfwheel, system
 from cogserve.envs.spec import BuildSpec, parse_build
 from cogserve.envs.store import MARKER, EnvStore
-from cogserve.envvars import env_flag
+from cogserve.envvars import env_switch
 
 log = logging.getLogger("cogserve")
 
@@ -79,13 +79,14 @@ def for_model(config: ModelConfig, no_env: bool = False, rebuild: bool = False,
     None too inside a model environment (`cogserve schema` re-runs itself there): the
     parent that started this process already checked cog.yaml and said what it had to.
     """
+    opted_out = env_switch("COGSERVE_NO_ENV", False) or no_env  # a bad value: refused first
     if (pathlib.Path(sys.prefix) / MARKER).is_file():
         return None
     spec = build_spec(config)
     system.warn_missing(spec)
     if not spec.needs_env:
         return None
-    if no_env or env_flag("COGSERVE_NO_ENV"):
+    if opted_out:
         log.info("not using a model environment (--no-env / COGSERVE_NO_ENV): the worker "
                  "runs with cogserve's own Python")
         return None

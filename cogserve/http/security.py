@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from cogserve.envvars import env_flag, env_text
+from cogserve.envvars import env_switch, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import HTTPError
@@ -37,7 +37,8 @@ class AccessConfig:
             URLPolicy.from_env()  # refuse a misspelt policy at start, not at first use
         except ValueError as exc:
             raise DefinitionError(str(exc)) from None
-        return cls(token=token, shutdown_route=not env_flag("COGSERVE_DISABLE_SHUTDOWN_ROUTE"))
+        return cls(token=token,
+                   shutdown_route=not env_switch("COGSERVE_DISABLE_SHUTDOWN_ROUTE", False))
 
 
 class BearerGuard:

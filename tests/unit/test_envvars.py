@@ -8,7 +8,6 @@ import pytest
 
 from cogserve.envvars import (
     env_duration,
-    env_flag,
     env_float,
     env_int,
     env_port,
@@ -25,7 +24,7 @@ def test_unset_and_empty_mean_the_default(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv(NAME, raising=False)
     assert env_float(NAME, 1.5) == 1.5 and env_int(NAME, 3) == 3
     assert env_duration(NAME, 0.5) == 0.5 and env_text(NAME, "x") == "x"
-    assert env_flag(NAME) is False
+    assert env_switch(NAME, False) is False
     monkeypatch.setenv(NAME, "  ")
     assert env_int(NAME, None) is None and env_duration(NAME, 2.0) == 2.0
 
@@ -58,9 +57,9 @@ def test_whole_numbers_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     assert env_int(NAME, None) == 1000
     for raw in ("1", "true", "YES", "on"):
         monkeypatch.setenv(NAME, raw)
-        assert env_flag(NAME)
+        assert env_switch(NAME, False)
     monkeypatch.setenv(NAME, "0")
-    assert not env_flag(NAME)
+    assert not env_switch(NAME, True)
 
 
 @pytest.mark.parametrize(("raw", "value"), [("", True), ("0", False), ("off", False),
