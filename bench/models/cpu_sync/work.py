@@ -1,11 +1,11 @@
 """The CPU-bound work of bench scenario 9, shared by the Cog model and the LitServe app.
 
 Pure Python, so it holds the GIL: one process can do one at a time, and only more
-processes (--workers, LitServe's workers_per_device) run more at once. 250,000
+processes (--workers, LitServe's workers_per_device) run more at once. 440,000
 iterations take about 20 ms on an idle core of the bench machine.
 """
 
-ITERATIONS = 250_000
+ITERATIONS = 440_000
 
 
 def work(n: int = ITERATIONS) -> int:
