@@ -14,7 +14,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,6 +23,9 @@ from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
 from cogserve.runtime.states import Event
+
+if TYPE_CHECKING:  # for an annotation only: the predict path imports its modules where used
+    from cogserve.validation import InputValidator
 
 NO_ENV_HELP = ("run the model with cogserve's own Python, not in an environment built for "
                "cog.yaml's packages (also COGSERVE_NO_ENV=1)")
@@ -367,9 +370,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
     assert service.schema is not None
     components = service.schema["components"]["schemas"]
     try:
-        raw = _command_line_inputs(args, given, components, mode)
-        for field, msg in service.validate(raw, mode)[:1]:  # what cog's rules leave (URLs)
-            raise InputError(f'invalid input "{field}": {msg}')
+        raw = _command_line_inputs(args, given, service.validators[mode], components)
         # `cog train` has no whole-response form: its --json is only a way to give inputs
         whole_json = given is not None and mode is not Mode.TRAIN
         explicit = args.output is not None or mode is Mode.TRAIN
@@ -405,18 +406,19 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
 
 
 def _command_line_inputs(args: argparse.Namespace, given: dict[str, Any] | None,
-                         components: dict[str, Any], mode: Mode) -> dict[str, Any]:
-    """`--json` (its `@file` values read as data URLs) and `-i` pairs, checked as `cog`
-    checks them; `-i` overrides a `--json` key (cogserve's; `cog` refuses both at once)."""
+                         validator: InputValidator, components: dict[str, Any]
+                         ) -> dict[str, Any]:
+    """`--json` (its `@file` values read as data URLs) and `-i` pairs, checked by the
+    server's validator and refused in `cog`'s words; `-i` overrides a `--json` key
+    (cogserve's; `cog` refuses both at once)."""
     from cogserve.cli_inputs import check_inputs, check_names, coerce_inputs, files_to_data_urls
 
-    component = components["TrainingInput" if mode is Mode.TRAIN else "Input"]
     raw: dict[str, Any] = {}
     if given is not None:
-        check_names(given, component)  # before any @file is read
+        check_names(given, validator)  # before any @file is read
         raw = files_to_data_urls(given)
-    raw.update(coerce_inputs(args.input, component, components))
-    check_inputs(raw, component, components)
+    raw.update(coerce_inputs(args.input, validator, components))
+    check_inputs(raw, validator)
     return raw
 
 

@@ -4,7 +4,8 @@
 (`unknown input "x"; valid inputs are: ...`, `missing required input "x"`,
 `invalid input "n": number must be at least 1`, `... must not be null ...`), which differ
 from the HTTP server's 422 texts. Scripts and users match on these, so this module
-words them exactly as `cog`'s CLI (pkg/predict/input_validation.go over kin-openapi).
+words them exactly as `cog`'s CLI (pkg/predict/input_validation.go over kin-openapi),
+rewording the errors of the server's own `InputValidator` (one set of checks).
 Every failure raises `InputError`, which the CLI prints once as `error: MESSAGE`.
 """
 
@@ -15,11 +16,11 @@ import decimal
 import json
 import mimetypes
 import pathlib
-import re
 import sys
+from collections.abc import Iterable
 from typing import Any
 
-from cogserve.validation import resolve
+from cogserve.validation import ErrorKind, Errors, FieldError, InputValidator, Rule, resolve
 
 
 class InputError(Exception):
@@ -69,14 +70,14 @@ def _data_url(name: str, filename: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode()
 
 
-def coerce_inputs(pairs: list[str], component: dict[str, Any],
+def coerce_inputs(pairs: list[str], validator: InputValidator,
                   components: dict[str, Any]) -> dict[str, Any]:
     """Turn `-i name=value` pairs into typed JSON using the Input schema.
 
     The schema decides: `-i n=5` is an int for an int input and a string for a str input,
     and a repeated `-i` builds a list for an array input, as `cog predict` does.
     """
-    properties = component.get("properties", {})
+    properties = validator.properties
     split: list[tuple[str, str]] = []
     for pair in pairs:
         name, sep, raw = pair.partition("=")
@@ -85,7 +86,7 @@ def coerce_inputs(pairs: list[str], component: dict[str, Any],
         if len(raw) >= 2 and raw.startswith('"') and raw.endswith('"'):
             raw = raw[1:-1]
         split.append((name, raw))
-    check_names({name for name, _ in split}, component)
+    check_names({name for name, _ in split}, validator)
     result: dict[str, Any] = {}
     for name, raw in split:
         prop = resolve(properties[name], components)
@@ -158,124 +159,76 @@ def _coerce_union(raw: str, members: list[dict[str, Any]]) -> Any:
 
 # ---------------------------------------------------------------- checking
 
-def check_names(names: set[str] | dict[str, Any], component: dict[str, Any]) -> None:
+def check_names(names: Iterable[str], validator: InputValidator) -> None:
     """`unknown input "x"; valid inputs are: a, b` (all unknown names at once)."""
-    properties = component.get("properties", {})
-    unknown = sorted(name for name in names if name not in properties)
-    if not unknown:
-        return
-    valid = sorted(properties)
-    suffix = f"valid inputs are: {', '.join(valid)}" if valid else "model does not accept inputs"
-    if len(unknown) == 1:
-        raise InputError(f"unknown input {_quote(unknown[0])}; {suffix}")
-    raise InputError(f"unknown inputs {', '.join(map(_quote, unknown))}; {suffix}")
+    refuse(validator.unexpected(names), validator)
 
 
-def check_inputs(inputs: dict[str, Any], component: dict[str, Any],
-                 components: dict[str, Any]) -> None:
+def check_inputs(inputs: dict[str, Any], validator: InputValidator) -> None:
     """Raise InputError worded as `cog` words it, or return for valid inputs."""
-    check_names(inputs, component)
-    properties = component.get("properties", {})
-    for name in sorted(inputs):
-        problem = _null_problem(inputs[name], resolve(properties[name], components), components)
-        if problem is not None:
-            raise InputError(f"invalid input {_quote(name)}: must not be null (omit the input "
-                             "to use its default)")
+    refuse(validator.validate(inputs), validator)
+
+
+def refuse(errors: Errors, validator: InputValidator) -> None:
+    """The validator's errors as `cog predict` words them, in its order: unknown names
+    alone, else the first null (alone), else each input's first problem, then the missing
+    ones; one message, or a list under `input validation failed:`."""
+    unknown = sorted(e.field for e in errors if e.kind is ErrorKind.UNEXPECTED)
+    if unknown:
+        valid = sorted(validator.properties)
+        suffix = (f"valid inputs are: {', '.join(valid)}" if valid
+                  else "model does not accept inputs")
+        if len(unknown) == 1:
+            raise InputError(f"unknown input {_quote(unknown[0])}; {suffix}")
+        raise InputError(f"unknown inputs {', '.join(map(_quote, unknown))}; {suffix}")
+    for e in errors:  # JSON Schema has no null for a typed input (cog ignores `nullable`)
+        if e.kind is ErrorKind.INVALID and e.value is None and "." not in e.field:
+            raise InputError(f"invalid input {_quote(e.field)}: must not be null (omit the "
+                             "input to use its default)")
     messages: list[str] = []
-    for name in sorted(inputs):
-        message = _value_problem(inputs[name], properties[name], components, [name])
-        if message is not None:
-            messages.append(message)
-    for name in component.get("required", []):
-        if name not in inputs:
-            messages.append(f"missing required input {_quote(name)}")
+    reported: set[str] = set()
+    for e in errors:
+        if e.kind is ErrorKind.MISSING:
+            messages.append(f"missing required input {_quote(e.field)}")
+        elif (name := e.field.partition(".")[0]) not in reported:
+            reported.add(name)
+            messages.append(f"invalid input {_quote(e.field)}: {_reason(e)}")
     if len(messages) == 1:
         raise InputError(messages[0])
     if messages:
         raise InputError("input validation failed:\n- " + "\n- ".join(messages))
 
 
-def _null_problem(value: Any, prop: dict[str, Any], components: dict[str, Any]) -> bool | None:
-    """True if `value` is null where strict JSON Schema (nullable ignored) refuses it."""
-    if value is not None:
-        return None
-    return None if _allows_null(prop, components) else True
-
-
-def _allows_null(prop: dict[str, Any], components: dict[str, Any]) -> bool:
-    prop = resolve(prop, components)
-    allowed = True
-    if "type" in prop:
-        allowed = prop["type"] == "null"
-    if "enum" in prop:
-        allowed = allowed and None in prop["enum"]
-    if "anyOf" in prop:
-        allowed = allowed and any(_allows_null(m, components) for m in prop["anyOf"])
-    return allowed
-
-
 _JSON_TYPE = {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
               dict: "object", type(None): "null"}
-_TYPE_OK = {
-    "string": lambda v: type(v) is str,
-    "integer": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
-    "number": lambda v: type(v) in (int, float),
-    "boolean": lambda v: type(v) is bool,
-    "array": lambda v: type(v) is list,
-    "object": lambda v: type(v) is dict,
-    "null": lambda v: v is None,
-}
 
 
-def _value_problem(value: Any, prop: dict[str, Any], components: dict[str, Any],
-                   path: list[str]) -> str | None:
-    """The first rule `value` breaks, as `invalid input "PATH": REASON`, or None."""
-    prop = resolve(prop, components)
-    where = _quote(".".join(path))
-    if "anyOf" in prop:
-        if all(_value_problem(value, m, components, path) is not None for m in prop["anyOf"]):
-            return f"invalid input {where}: value doesn't match any schema from \"anyOf\""
-    kind = prop.get("type")
-    if kind is not None and not _TYPE_OK[kind](value):
-        return f"invalid input {where}: expected {kind}, got {_JSON_TYPE.get(type(value), 'value')}"
-    if "enum" in prop and not any(type(value) is type(v) and value == v for v in prop["enum"]):
-        shown = ", ".join(_go_value(v) for v in prop["enum"])
-        return f"invalid input {where}: must be one of: {shown}"
-    reason = _bound_problem(value, prop)
-    if reason is not None:
-        return f"invalid input {where}: {reason}"
-    if kind == "array" and isinstance(prop.get("items"), dict):
-        for index, item in enumerate(value):
-            message = _value_problem(item, prop["items"], components, [*path, str(index)])
-            if message is not None:
-                return message
-    return None
-
-
-def _bound_problem(value: Any, prop: dict[str, Any]) -> str | None:
-    """kin-openapi's wording for the bounds Cog's Input() sets."""
-    if type(value) in (int, float):
-        if "minimum" in prop and value < prop["minimum"]:
-            return f"number must be at least {go_float(prop['minimum'])}"
-        if "maximum" in prop and value > prop["maximum"]:
-            return f"number must be at most {go_float(prop['maximum'])}"
-        if "exclusiveMinimum" in prop and value <= prop["exclusiveMinimum"]:
-            return f"number must be more than {go_float(prop['exclusiveMinimum'])}"
-        if "exclusiveMaximum" in prop and value >= prop["exclusiveMaximum"]:
-            return f"number must be less than {go_float(prop['exclusiveMaximum'])}"
-    if type(value) is str:
-        if "minLength" in prop and len(value) < prop["minLength"]:
-            return f"minimum string length is {prop['minLength']}"
-        if "maxLength" in prop and len(value) > prop["maxLength"]:
-            return f"maximum string length is {prop['maxLength']}"
-        if "pattern" in prop and not re.search(prop["pattern"], value):
-            return f"string doesn't match the regular expression {_quote(prop['pattern'])}"
-    if type(value) is list:
-        if "minItems" in prop and len(value) < prop["minItems"]:
-            return f"minimum number of items is {prop['minItems']}"
-        if "maxItems" in prop and len(value) > prop["maxItems"]:
-            return f"maximum number of items is {prop['maxItems']}"
-    return None
+def _reason(error: FieldError) -> str:
+    """kin-openapi's wording of the rule broken (the validator's own for rules `cog`'s
+    CLI does not check: file URLs, integers past 64 bits)."""
+    limit = error.limit
+    match error.rule:
+        case Rule.TYPE:
+            return f"expected {limit}, got {_JSON_TYPE.get(type(error.value), 'value')}"
+        case Rule.ANY_OF:
+            return 'value doesn\'t match any schema from "anyOf"'
+        case Rule.ENUM:
+            return f"must be one of: {', '.join(_go_value(v) for v in limit)}"
+        case Rule.MINIMUM:
+            return f"number must be at least {go_float(limit)}"
+        case Rule.MAXIMUM:
+            return f"number must be at most {go_float(limit)}"
+        case Rule.MIN_LENGTH:
+            return f"minimum string length is {limit}"
+        case Rule.MAX_LENGTH:
+            return f"maximum string length is {limit}"
+        case Rule.MIN_ITEMS:
+            return f"minimum number of items is {limit}"
+        case Rule.MAX_ITEMS:
+            return f"maximum number of items is {limit}"
+        case Rule.PATTERN:
+            return f"string doesn't match the regular expression {_quote(limit)}"
+    return error.message
 
 
 def go_float(number: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import reprlib
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -26,19 +26,48 @@ class ErrorKind(StrEnum):
     INVALID = "invalid"  # the value breaks the input's type or constraints
 
 
+class Rule(StrEnum):
+    """The schema keyword an invalid value breaks (`None` on an error means no keyword).
+
+    With the value and the keyword's limit on the error, a front end words the failure its
+    own way: the HTTP routes send `message` (JSON Schema's wording, as the reference
+    server), `cogserve predict` rewords it as `cog predict` does (`cli_inputs.py`).
+    """
+
+    TYPE = "type"  # limit: the JSON type expected
+    INT_RANGE = "int_range"  # an integer past 64 bits (JSON parsing made it inexact)
+    ANY_OF = "anyOf"
+    ENUM = "enum"  # limit: the allowed values
+    MINIMUM = "minimum"
+    MAXIMUM = "maximum"
+    MIN_LENGTH = "minLength"
+    MAX_LENGTH = "maxLength"
+    MIN_ITEMS = "minItems"
+    MAX_ITEMS = "maxItems"
+    PATTERN = "pattern"  # limit: the regular expression
+    FORMAT = "format"  # a file input that is not an http(s) or well-formed data: URL
+
+
 class FieldError(tuple[str, str]):
     """One failing field: the (field, message) pair the reference lists, and its kind.
 
-    A pair, so callers read it as `for field, message in errors`; `kind` rides along.
+    A pair, so callers read it as `for field, message in errors`; `kind` rides along, and
+    for an input's value the `rule` it breaks, the `value` and the rule's `limit`.
     `field` is dotted for nested places (`words.2`), "" for the input as a whole.
     """
 
     kind: ErrorKind
+    rule: Rule | None
+    value: Any
+    limit: Any
 
-    def __new__(cls, field: str, message: str,
-                kind: ErrorKind = ErrorKind.INVALID) -> FieldError:
+    def __new__(cls, field: str, message: str, kind: ErrorKind = ErrorKind.INVALID, *,
+                rule: Rule | None = None, value: Any = None, limit: Any = None) -> FieldError:
         self = super().__new__(cls, (field, message))
         self.kind = kind
+        self.rule = rule
+        self.value = value
+        self.limit = limit
         return self
 
     @property
@@ -48,6 +77,11 @@ class FieldError(tuple[str, str]):
     @property
     def message(self) -> str:
         return self[1]
+
+    def at(self, field: str) -> FieldError:
+        """The same error placed at another field (an array's item: `words` → `words.2`)."""
+        return FieldError(field, self.message, self.kind, rule=self.rule, value=self.value,
+                          limit=self.limit)
 
 
 Errors = list[FieldError]
@@ -115,7 +149,8 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                 if not trial:
                     return
             errors.append(FieldError(name, f"{show(value)} is not valid under any of the "
-                                     "schemas listed in the 'anyOf' keyword"))
+                                     "schemas listed in the 'anyOf' keyword",
+                                     rule=Rule.ANY_OF, value=value))
 
         checks.append(any_of)
 
@@ -130,10 +165,12 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                         value < _INT_RANGE_F[1]:
                     errors.append(FieldError(
                         name, f"{show(value)} is outside the 64-bit integer range (larger "
-                              "integers lose their exact value in JSON parsing)"))
+                              "integers lose their exact value in JSON parsing)",
+                        rule=Rule.INT_RANGE, value=value))
                     return False
                 return True
-            errors.append(FieldError(name, f"{show(value)} {message_type}"))
+            errors.append(FieldError(name, f"{show(value)} {message_type}", rule=Rule.TYPE,
+                                     value=value, limit=jtype))
             return False
     else:
         type_check = None  # type: ignore[assignment]
@@ -145,7 +182,8 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
 
         def enum_check(value: Any, errors: Errors) -> None:
             if (type(value), value) not in allowed_set:
-                errors.append(FieldError(name, f"{show(value)} is not one of [{shown}]"))
+                errors.append(FieldError(name, f"{show(value)} is not one of [{shown}]",
+                                         rule=Rule.ENUM, value=value, limit=allowed))
 
         checks.append(enum_check)
     if "minimum" in prop:
@@ -154,7 +192,8 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
         def min_check(value: Any, errors: Errors) -> None:
             if value < lo:
                 errors.append(FieldError(
-                    name, f"{show(value)} is less than the minimum of {show(lo)}"))
+                    name, f"{show(value)} is less than the minimum of {show(lo)}",
+                    rule=Rule.MINIMUM, value=value, limit=lo))
 
         checks.append(min_check)
     if "maximum" in prop:
@@ -163,8 +202,8 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
         def max_check(value: Any, errors: Errors) -> None:
             if value > hi:
                 errors.append(FieldError(
-                    name, f"{show(value)} is greater than the maximum of {show(hi)}")
-                )
+                    name, f"{show(value)} is greater than the maximum of {show(hi)}",
+                    rule=Rule.MAXIMUM, value=value, limit=hi))
 
         checks.append(max_check)
     for key, word, cmp in (
@@ -174,14 +213,15 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
         ("maxItems", "has more than {} items", lambda n, lim: n > lim),
     ):
         if key in prop:
-            checks.append(_length_check(name, prop[key], word, cmp, key))
+            checks.append(_length_check(name, prop[key], word, cmp, Rule(key)))
     if "pattern" in prop:
         pattern = re.compile(prop["pattern"])
         raw = prop["pattern"]
 
         def pattern_check(value: Any, errors: Errors) -> None:
             if not pattern.search(value):
-                errors.append(FieldError(name, f"{show(value)} does not match {show(raw)}"))
+                errors.append(FieldError(name, f"{show(value)} does not match {show(raw)}",
+                                         rule=Rule.PATTERN, value=value, limit=raw))
 
         checks.append(pattern_check)
     if jtype == "array" and prop.get("items"):
@@ -192,7 +232,7 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                 before = len(errors)
                 item_check(item, errors)
                 for i in range(before, len(errors)):
-                    errors[i] = FieldError(f"{name}.{index}", errors[i].message, errors[i].kind)
+                    errors[i] = errors[i].at(f"{name}.{index}")
 
         checks.append(items_check)
     if jtype == "string" and prop.get("format") == "uri":
@@ -237,16 +277,18 @@ def _tensor_check(name: str) -> Check:
     def check(value: Any, errors: Errors) -> None:
         if type(value) is list:
             return
-        errors.append(FieldError(name, f"{show(value)} is not of type \"array\""))
+        errors.append(FieldError(name, f"{show(value)} is not of type \"array\"",
+                                 rule=Rule.TYPE, value=value, limit="array"))
 
     return check
 
 
 def _length_check(name: str, limit: int, word: str, cmp: Callable[[int, int], bool],
-                  key: str) -> Check:
+                  rule: Rule) -> Check:
     def check(value: Any, errors: Errors) -> None:
         if cmp(len(value), limit):
-            errors.append(FieldError(name, f"{show(value)} {word.format(limit)}"))
+            errors.append(FieldError(name, f"{show(value)} {word.format(limit)}", rule=rule,
+                                     value=value, limit=limit))
 
     return check
 
@@ -262,12 +304,12 @@ def _uri_check(name: str) -> Check:
         if not value.startswith(_URL_SCHEMES):
             errors.append(FieldError(
                 name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
-                       "data: URLs")
-            )
+                       "data: URLs", rule=Rule.FORMAT, value=value))
         elif value.startswith("data:"):
             problem = _data_url_problem(value)
             if problem:
-                errors.append(FieldError(name, f"malformed data URL: {problem}"))
+                errors.append(FieldError(name, f"malformed data URL: {problem}",
+                                         rule=Rule.FORMAT, value=value))
 
     return check
 
@@ -315,15 +357,14 @@ class InputValidator:
     def validate(self, value: Any) -> Errors:
         """Every problem with `value`, as (field, message); empty when it is valid."""
         if type(value) is not dict:
-            return [FieldError("", f"{show(value)} is not of type \"object\"")]
+            return [FieldError("", f"{show(value)} is not of type \"object\"", rule=Rule.TYPE,
+                               value=value, limit="object")]
         errors: Errors = []
         checks = self._checks
         for key, item in value.items():
             check = checks.get(key)
             if check is None:
-                errors.append(FieldError(
-                    key, f"Additional properties are not allowed ({key!r} was unexpected)",
-                    ErrorKind.UNEXPECTED))
+                errors.append(_unexpected(key))
             else:
                 check(item, errors)
         if len(errors) > 1:  # the reference's order: by field, then missing ones
@@ -332,6 +373,11 @@ class InputValidator:
             if key not in value:
                 errors.append(FieldError(key, "Field required", ErrorKind.MISSING))
         return errors
+
+    def unexpected(self, names: Iterable[str]) -> Errors:
+        """The names the model has no input for, as `validate` reports them: the CLI asks
+        before it reads any `@file` a `--json` names."""
+        return [_unexpected(name) for name in names if name not in self._checks]
 
     def redact(self, value: dict[str, Any]) -> dict[str, Any]:
         """A copy of `value` fit to echo back: Secret inputs masked, long data: URLs cut.
@@ -345,6 +391,11 @@ class InputValidator:
             return value
         return {k: (_mask(v) if k in self.secret_fields else _shorten(v) if cut else v)
                 for k, v in value.items()}
+
+
+def _unexpected(name: str) -> FieldError:
+    return FieldError(name, f"Additional properties are not allowed ({name!r} was unexpected)",
+                      ErrorKind.UNEXPECTED)
 
 
 ECHO_DATA_URL_MAX = 1024  # characters of a data: URL input echoed back whole

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cogserve.validation import ErrorKind, FieldError, InputValidator
+from cogserve.validation import ErrorKind, FieldError, InputValidator, Rule
 
 SCHEMA = {"components": {"schemas": {"Input": {
     "type": "object",
@@ -34,3 +34,11 @@ def test_a_field_error_compares_as_its_pair() -> None:
 def test_not_an_object() -> None:
     (error,) = InputValidator(SCHEMA).validate([1])
     assert error == ("", '[1] is not of type "object"') and error.kind is ErrorKind.INVALID
+
+
+def test_an_invalid_value_names_the_rule_it_breaks_with_its_limit() -> None:
+    errors = InputValidator(SCHEMA).validate({"text": 5, "count": 0, "words": ["a", 2]})
+    assert [(e.field, e.rule, e.value, e.limit) for e in errors] == [
+        ("count", Rule.MINIMUM, 0, 1), ("text", Rule.TYPE, 5, "string"),
+        ("words.1", Rule.TYPE, 2, "string")]
+    assert FieldError("x", "bad").rule is None
