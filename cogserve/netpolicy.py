@@ -57,17 +57,17 @@ def check(policy: URLPolicy, host: str, address: str) -> None:
 
 
 def create_connection(address: tuple[str, int], timeout: float | None = None,
-                      source_address: tuple[str, int] | None = None,
-                      policy: URLPolicy | None = None) -> socket.socket:
-    """socket.create_connection that resolves first and connects only to allowed addresses."""
-    chosen = URLPolicy.from_env() if policy is None else policy
-    if chosen is URLPolicy.ANY:
+                      source_address: tuple[str, int] | None = None, *,
+                      policy: URLPolicy) -> socket.socket:
+    """socket.create_connection that resolves first and connects only to the addresses
+    `policy` allows (its owner passes it: the worker's `files.Fetcher`)."""
+    if policy is URLPolicy.ANY:
         return socket.create_connection(address, timeout, source_address)
     host, port = address
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     last: OSError | None = None
     for family, kind, proto, _, sockaddr in infos:
-        check(chosen, host, str(sockaddr[0]))
+        check(policy, host, str(sockaddr[0]))
         sock = socket.socket(family, kind, proto)
         try:
             if timeout is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import http.client
 import mimetypes
 import os
@@ -43,12 +44,12 @@ class DownloadStopped(FetchError):
 
 class Fetcher:
     """A worker's downloads of file inputs: urllib's opener limited to http(s) under the
-    URL policy (built once), and the tally of bytes fetched and downloads failed since
-    the parent was last told (the parent owns the metrics, so a prediction's terminal
-    frame carries it: `take_tally`). Threads of the download pool share it."""
+    URL policy it is given (built once), and the tally of bytes fetched and downloads
+    failed since the parent was last told (the parent owns the metrics, so a prediction's
+    terminal frame carries it: `take_tally`). Threads of the download pool share it."""
 
-    def __init__(self) -> None:
-        self._opener = _http_only_opener()
+    def __init__(self, policy: netpolicy.URLPolicy) -> None:
+        self._opener = _http_only_opener(policy)
         self._tally = [0, 0]
         self._lock = threading.Lock()
 
@@ -158,13 +159,14 @@ _DEFAULT_TIMEOUT: Any = socket._GLOBAL_DEFAULT_TIMEOUT  # type: ignore[attr-defi
 
 
 def _connect(address: tuple[str, int], timeout: Any = _DEFAULT_TIMEOUT,
-             source_address: tuple[str, int] | None = None) -> socket.socket:
-    """Connect as http.client does, to an address the URL policy allows (after
-    resolution, for every request and redirect), registered with this download's
-    Transfers so that a cancel can shut it."""
+             source_address: tuple[str, int] | None = None, *,
+             policy: netpolicy.URLPolicy) -> socket.socket:
+    """Connect as http.client does, to an address `policy` allows (after resolution, for
+    every request and redirect), registered with this download's Transfers so that a
+    cancel can shut it."""
     sock = netpolicy.create_connection(
         address, None if timeout is _DEFAULT_TIMEOUT else timeout,
-        source_address, _POLICY)
+        source_address, policy=policy)
     owner: Transfers | None = getattr(current, "transfers", None)
     if owner is not None:
         owner.add(sock)
@@ -172,36 +174,43 @@ def _connect(address: tuple[str, int], timeout: Any = _DEFAULT_TIMEOUT,
 
 
 class _HTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, policy: netpolicy.URLPolicy, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._create_connection = _connect  # http.client sets it per instance
+        # http.client sets it per instance
+        self._create_connection = functools.partial(_connect, policy=policy)
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, policy: netpolicy.URLPolicy, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._create_connection = _connect
+        self._create_connection = functools.partial(_connect, policy=policy)
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, policy: netpolicy.URLPolicy) -> None:
+        super().__init__()
+        self._policy = policy
+
     def http_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(_HTTPConnection, req)
+        return self.do_open(functools.partial(_HTTPConnection, policy=self._policy), req)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, policy: netpolicy.URLPolicy) -> None:
+        super().__init__()
+        self._policy = policy
+
     def https_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(_HTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
+        return self.do_open(functools.partial(_HTTPSConnection, policy=self._policy), req,
+                            context=self._context)  # type: ignore[attr-defined]
 
 
-_POLICY = netpolicy.URLPolicy.from_env()
-
-
-def _http_only_opener() -> urllib.request.OpenerDirector:
+def _http_only_opener(policy: netpolicy.URLPolicy) -> urllib.request.OpenerDirector:
     """urllib's opener without its file: and ftp: handlers, so a redirect cannot reach
-    them, and with connections that apply the URL policy."""
+    them, and with connections that apply `policy`."""
     opener = urllib.request.OpenerDirector()
     for handler in (urllib.request.ProxyHandler(), urllib.request.UnknownHandler(),
-                    _HTTPHandler(), _HTTPSHandler(),
+                    _HTTPHandler(policy), _HTTPSHandler(policy),
                     urllib.request.HTTPDefaultErrorHandler(),
                     urllib.request.HTTPRedirectHandler(),
                     urllib.request.HTTPErrorProcessor()):

@@ -37,9 +37,10 @@ class Downloads:
         if self._pool is None or self._fetcher is None:
             from concurrent.futures import ThreadPoolExecutor
 
+            from cogserve.netpolicy import URLPolicy
             from cogserve.worker.files import Fetcher
 
-            self._fetcher = Fetcher()
+            self._fetcher = Fetcher(URLPolicy.from_env())  # COGSERVE_URL_POLICY, read once
             self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="cogserve-fetch")
         return self._pool, self._fetcher
 
