@@ -14,6 +14,7 @@ import struct
 import sys
 from array import array
 from dataclasses import dataclass
+from enum import StrEnum
 from itertools import chain
 from typing import Any
 
@@ -27,23 +28,33 @@ class TensorError(Exception):
         self.status = status
 
 
+class Family(StrEnum):
+    """What a V2 datatype's elements are, whatever their size."""
+
+    BOOL = "bool"
+    INT = "int"
+    UINT = "uint"
+    FLOAT = "float"
+    BYTES = "bytes"
+
+
 @dataclass(frozen=True)
 class Datatype:
     name: str
     size: int  # bytes per element; 0 for BYTES (length-prefixed)
     code: str  # array typecode ("e" means struct's half float; "?" bool; "" bytes)
-    family: str  # bool int uint float bytes
+    family: Family
 
 
 DATATYPES: dict[str, Datatype] = {d.name: d for d in (
-    Datatype("BOOL", 1, "?", "bool"),
-    Datatype("UINT8", 1, "B", "uint"), Datatype("UINT16", 2, "H", "uint"),
-    Datatype("UINT32", 4, "I", "uint"), Datatype("UINT64", 8, "Q", "uint"),
-    Datatype("INT8", 1, "b", "int"), Datatype("INT16", 2, "h", "int"),
-    Datatype("INT32", 4, "i", "int"), Datatype("INT64", 8, "q", "int"),
-    Datatype("FP16", 2, "e", "float"), Datatype("FP32", 4, "f", "float"),
-    Datatype("FP64", 8, "d", "float"),
-    Datatype("BYTES", 0, "", "bytes"),
+    Datatype("BOOL", 1, "?", Family.BOOL),
+    Datatype("UINT8", 1, "B", Family.UINT), Datatype("UINT16", 2, "H", Family.UINT),
+    Datatype("UINT32", 4, "I", Family.UINT), Datatype("UINT64", 8, "Q", Family.UINT),
+    Datatype("INT8", 1, "b", Family.INT), Datatype("INT16", 2, "h", Family.INT),
+    Datatype("INT32", 4, "i", Family.INT), Datatype("INT64", 8, "q", Family.INT),
+    Datatype("FP16", 2, "e", Family.FLOAT), Datatype("FP32", 4, "f", Family.FLOAT),
+    Datatype("FP64", 8, "d", Family.FLOAT),
+    Datatype("BYTES", 0, "", Family.BYTES),
 )}
 _FP32_MAX = 3.4028234663852886e38
 _SWAP = sys.byteorder != "little"  # the wire format is little-endian
@@ -108,7 +119,7 @@ class Tensor:
     def values(self) -> list[Any]:
         """Flat Python elements: bool, int, float, or bytes/str for BYTES."""
         if self._items is not None:
-            if self.dtype.family != "bytes":
+            if self.dtype.family is not Family.BYTES:
                 pack(self.dtype, self._items, self.where)  # type and range check
             else:
                 for item in self._items:
@@ -169,9 +180,9 @@ def pack(dtype: Datatype, items: list[Any], where: str) -> bytes:
                 bad = next(v for v in items if type(v) is not bool)
                 raise TensorError(f"{where}: {bad!r} is not a BOOL (true or false)")
             return bytes(items)
-        if dtype.family == "bytes":
+        if dtype.family is Family.BYTES:
             return b"".join(_LEN.pack(len(b)) + b for b in (_as_bytes(v, where) for v in items))
-        if dtype.family in ("int", "uint") and any(type(v) is bool for v in items):
+        if dtype.family in (Family.INT, Family.UINT) and any(type(v) is bool for v in items):
             raise TensorError(f"{where}: a boolean is not a {dtype.name} value")
         if code == "e":
             return struct.pack(f"<{len(items)}e", *items)  # raises OverflowError past 65504
@@ -198,7 +209,7 @@ def unpack(dtype: Datatype, raw: bytes | memoryview, count: int, where: str) -> 
         return [b != 0 for b in bytes(raw)]
     if dtype.code == "e":
         return list(struct.unpack(f"<{count}e", raw))
-    if dtype.family == "bytes":
+    if dtype.family is Family.BYTES:
         return [bytes(b) for b in _split_bytes(raw, count, where)]
     values = array(dtype.code)
     values.frombytes(raw)
@@ -251,9 +262,9 @@ def _has_infinity(packed: array[Any]) -> bool:
 
 def _range(dtype: Datatype) -> str:
     bits = dtype.size * 8
-    if dtype.family == "uint":
+    if dtype.family is Family.UINT:
         return f"0..{2 ** bits - 1}"
-    if dtype.family == "int":
+    if dtype.family is Family.INT:
         return f"{-(2 ** (bits - 1))}..{2 ** (bits - 1) - 1}"
     if dtype.code == "d":
         return "finite"
@@ -261,7 +272,7 @@ def _range(dtype: Datatype) -> str:
 
 
 def _first_bad(items: list[Any], dtype: Datatype) -> Any:
-    want = (int,) if dtype.family in ("int", "uint") else (int, float)
+    want = (int,) if dtype.family in (Family.INT, Family.UINT) else (int, float)
     for v in items:
         if not isinstance(v, want) or isinstance(v, bool):
             return v
@@ -284,7 +295,7 @@ def output_tensor(name: str, dtype: Datatype, shape: list[int], items: list[Any]
         blob = pack(dtype, items, f"output {name!r}")
         out["parameters"] = {"binary_data_size": len(blob)}
         return out, blob
-    if dtype.family == "bytes":
+    if dtype.family is Family.BYTES:
         items = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v
                  for v in items]
     out["data"] = items

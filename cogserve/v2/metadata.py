@@ -14,21 +14,45 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import orjson
 
 from cogserve import jsoncodec
-from cogserve.v2.codec import DATATYPES, Datatype, Tensor, TensorError
+from cogserve.v2.codec import DATATYPES, Datatype, Family, Tensor, TensorError
 from cogserve.validation import resolve
 
+
+class Layout(StrEnum):
+    """How a run() input or output maps onto a V2 tensor."""
+
+    SCALAR = "scalar"  # one value: shape [1]
+    LIST = "list"  # list[T]: shape [-1]
+    TENSOR = "tensor"  # a declared Tensor / numpy.ndarray: its own shape
+
+
+class ElementKind(StrEnum):
+    """What one element of a tensor is to the model, read from its schema."""
+
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    STR = "str"
+    FILE = "file"  # a URL (or the file's bytes, sent as a data: URL)
+    JSON = "json"  # dict, Any, unions of non-numbers: BYTES hold JSON text
+    TENSOR = "tensor"  # a Layout.TENSOR's elements: packed, never converted one by one
+
+
 # element kind -> V2 datatype when the schema says nothing more precise
-_KIND_DATATYPE = {"int": "INT64", "float": "FP64", "bool": "BOOL", "str": "BYTES",
-                  "file": "BYTES", "json": "BYTES"}
+_KIND_DATATYPE = {ElementKind.INT: "INT64", ElementKind.FLOAT: "FP64",
+                  ElementKind.BOOL: "BOOL", ElementKind.STR: "BYTES",
+                  ElementKind.FILE: "BYTES", ElementKind.JSON: "BYTES"}
 # element kind -> datatype families a request may use for it
-_ACCEPTS = {"int": {"int", "uint"}, "float": {"int", "uint", "float"}, "bool": {"bool"},
-            "str": {"bytes"}, "file": {"bytes"}, "json": {"bytes", "int", "uint", "float",
-                                                          "bool"}}
+_ACCEPTS = {ElementKind.INT: {Family.INT, Family.UINT},
+            ElementKind.FLOAT: {Family.INT, Family.UINT, Family.FLOAT},
+            ElementKind.BOOL: {Family.BOOL}, ElementKind.STR: {Family.BYTES},
+            ElementKind.FILE: {Family.BYTES}, ElementKind.JSON: set(Family)}
 _URL_PREFIXES = ("http://", "https://", "data:")
 
 
@@ -37,29 +61,34 @@ class TensorSpec:
     """One input or output tensor of the model."""
 
     name: str
-    shape: str  # "tensor", "list" or "scalar"
-    kind: str  # element kind: int float bool str file json (tensor: "tensor")
+    layout: Layout
+    kind: ElementKind
     datatype: str | None  # None: any datatype (an undeclared ndarray)
     dims: tuple[int, ...] | None  # declared tensor shape; None: any
     required: bool = False
 
     def metadata(self) -> dict[str, Any]:
-        if self.shape == "tensor":
+        if self.layout is Layout.TENSOR:
             dims = list(self.dims) if self.dims is not None else [-1]
         else:
-            dims = [-1] if self.shape == "list" else [1]
+            dims = [-1] if self.layout is Layout.LIST else [1]
         return {"name": self.name, "datatype": self.datatype or "FP64", "shape": dims}
 
 
-def _element_kind(prop: dict[str, Any], components: dict[str, Any]) -> str:
+_JSON_KIND = {"integer": ElementKind.INT, "number": ElementKind.FLOAT,
+              "boolean": ElementKind.BOOL}
+
+
+def _element_kind(prop: dict[str, Any], components: dict[str, Any]) -> ElementKind:
     prop = resolve(prop, components)
     if "anyOf" in prop:
         kinds = {_element_kind(m, components) for m in prop["anyOf"]}
-        return "float" if kinds <= {"int", "float"} else "json"
+        return (ElementKind.FLOAT if kinds <= {ElementKind.INT, ElementKind.FLOAT}
+                else ElementKind.JSON)
     jtype = prop.get("type")
     if jtype == "string":
-        return "file" if prop.get("format") == "uri" else "str"
-    return {"integer": "int", "number": "float", "boolean": "bool"}.get(jtype or "", "json")
+        return ElementKind.FILE if prop.get("format") == "uri" else ElementKind.STR
+    return _JSON_KIND.get(jtype or "", ElementKind.JSON)
 
 
 def tensor_spec(name: str, prop: dict[str, Any], components: dict[str, Any],
@@ -68,13 +97,13 @@ def tensor_spec(name: str, prop: dict[str, Any], components: dict[str, Any],
     ext = prop.get("x-cogserve-tensor")
     if ext is not None:
         dims = ext.get("shape")
-        return TensorSpec(name, "tensor", "tensor", ext.get("datatype"),
+        return TensorSpec(name, Layout.TENSOR, ElementKind.TENSOR, ext.get("datatype"),
                           tuple(dims) if dims is not None else None, required)
     if prop.get("type") == "array":
         kind = _element_kind(prop.get("items") or {}, components)
-        return TensorSpec(name, "list", kind, _KIND_DATATYPE[kind], None, required)
+        return TensorSpec(name, Layout.LIST, kind, _KIND_DATATYPE[kind], None, required)
     kind = _element_kind(prop, components)
-    return TensorSpec(name, "scalar", kind, _KIND_DATATYPE[kind], None, required)
+    return TensorSpec(name, Layout.SCALAR, kind, _KIND_DATATYPE[kind], None, required)
 
 
 @dataclass
@@ -104,8 +133,8 @@ class ModelMetadata:
         self.fields = False
         if self.iterator:
             item = tensor_spec("output", output.get("items") or {}, components)
-            if item.shape == "scalar":
-                item = TensorSpec("output", "list", item.kind, item.datatype, None)
+            if item.layout is Layout.SCALAR:
+                item = TensorSpec("output", Layout.LIST, item.kind, item.datatype, None)
             self.outputs = [item]
         elif output.get("type") == "object" and output.get("properties"):
             self.fields = True
@@ -120,16 +149,16 @@ class ModelMetadata:
     def input_value(self, spec: TensorSpec, tensor: Tensor) -> Any:
         """What the Cog input dict holds for one request tensor."""
         where = tensor.where
-        if spec.shape == "tensor":
+        if spec.layout is Layout.TENSOR:
             return self._packed(spec, tensor)
         if tensor.dtype.family not in _ACCEPTS[spec.kind]:
             raise TensorError(f"{where}: datatype {tensor.dtype.name} does not fit this input "
                               f"(expected {spec.datatype})")
-        if spec.shape == "scalar" and tensor.count != 1:
+        if spec.layout is Layout.SCALAR and tensor.count != 1:
             raise TensorError(f"{where}: takes one element (shape [1]); got shape "
                               f"{tensor.shape} with {tensor.count} elements")
         items = [_element(spec.kind, v, where) for v in tensor.values()]
-        return items[0] if spec.shape == "scalar" else items
+        return items[0] if spec.layout is Layout.SCALAR else items
 
     def _packed(self, spec: TensorSpec, tensor: Tensor) -> PackedTensor:
         where = tensor.where
@@ -142,7 +171,7 @@ class ModelMetadata:
         ):
             raise TensorError(f"{where}: shape {tensor.shape} does not match the model's "
                               f"{list(spec.dims)}")
-        if tensor.dtype.family == "bytes":
+        if tensor.dtype.family is Family.BYTES:
             return PackedTensor(tensor.dtype.name, tensor.shape,
                                 items=[_raw(v) for v in tensor.values()])
         return PackedTensor(tensor.dtype.name, tensor.shape, raw=tensor.packed())
@@ -169,14 +198,14 @@ def _raw(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
-def _element(kind: str, value: Any, where: str) -> Any:
-    if kind == "float":
+def _element(kind: ElementKind, value: Any, where: str) -> Any:
+    if kind is ElementKind.FLOAT:
         return float(value)
-    if kind in ("int", "bool"):
+    if kind in (ElementKind.INT, ElementKind.BOOL):
         return value
-    if kind == "str":
+    if kind is ElementKind.STR:
         return _text(value, where)
-    if kind == "file":
+    if kind is ElementKind.FILE:
         if isinstance(value, str) and value.startswith(_URL_PREFIXES):
             return value
         raw = _raw(value)
@@ -203,7 +232,7 @@ def _text(value: Any, where: str) -> str:
 
 
 def _to_tensor(spec: TensorSpec, value: Any) -> tuple[Datatype, list[int], list[Any]]:
-    if spec.shape == "tensor":
+    if spec.layout is Layout.TENSOR:
         shape: list[int] = []
         probe = value
         while isinstance(probe, list):
@@ -212,7 +241,7 @@ def _to_tensor(spec: TensorSpec, value: Any) -> tuple[Datatype, list[int], list[
         items = _flatten(value) if shape else [value]
         name = spec.datatype or _infer_datatype(items)
         return DATATYPES[name], shape, items
-    if spec.shape == "list":
+    if spec.layout is Layout.LIST:
         items = value if isinstance(value, list) else [value]
         return DATATYPES[spec.datatype or "BYTES"], [len(items)], [
             _out_element(spec.kind, v) for v in items]
@@ -241,9 +270,10 @@ def _infer_datatype(items: list[Any]) -> str:
     return "BYTES"
 
 
-def _out_element(kind: str, value: Any) -> Any:
-    if kind == "json" or (kind in ("str", "file") and not isinstance(value, str)):
+def _out_element(kind: ElementKind, value: Any) -> Any:
+    if kind is ElementKind.JSON or (kind in (ElementKind.STR, ElementKind.FILE)
+                                    and not isinstance(value, str)):
         return value if isinstance(value, str) else orjson.dumps(value).decode()
-    if kind == "float":
+    if kind is ElementKind.FLOAT:
         return float(value)
     return value

@@ -43,7 +43,7 @@ from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.service import Service, generate_id
 from cogserve.runtime.states import DEAD, SERVING, Status
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
-from cogserve.v2.metadata import ModelMetadata, PackedTensor
+from cogserve.v2.metadata import ElementKind, Layout, ModelMetadata, PackedTensor
 from cogserve.validation import ErrorKind
 
 EXTENSIONS = ["binary_tensor_data", "parameters"]
@@ -277,7 +277,8 @@ class V2Routes:
         if not isinstance(params, dict):
             raise TensorError("parameters must be an object")
         for key, value in params.items():  # parameters may supply scalar inputs by name
-            if key in meta.inputs and key not in raw_input and meta.inputs[key].shape == "scalar":
+            declared = meta.inputs.get(key)
+            if declared is not None and declared.layout is Layout.SCALAR and key not in raw_input:
                 raw_input[key] = value
         missing = [name for name, s in meta.inputs.items() if s.required and name not in raw_input]
         if missing:
@@ -301,7 +302,8 @@ class V2Routes:
             spec, dtype, shape, items = produced[name]
             wanted = requested.get(name) if requested is not None else None
             binary = all_binary if wanted is None else wanted
-            if binary and spec.kind == "file":  # binary BYTES: the file itself, not a data URL
+            # binary BYTES: the file itself, not a data URL
+            if binary and spec.kind is ElementKind.FILE:
                 items = [_data_url_bytes(v) for v in items]
             try:
                 out, blob = output_tensor(name, dtype, shape, items, binary)
