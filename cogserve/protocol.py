@@ -159,10 +159,14 @@ def go() -> Message:
 
 
 def schema(document: dict[str, Any], *, is_async: bool, streaming: bool,
-           concurrency: int | None, has_healthcheck: bool, deprecated_predict: bool) -> Message:
+           concurrency: int | None, has_healthcheck: bool, deprecated_predict: bool,
+           versions: dict[str, str]) -> Message:
+    """`versions`: what runs the model, under the reference's `/health-check` keys
+    (`python_sdk`: the `cog` version the model imports; `python`)."""
     return {KIND: FromWorker.SCHEMA, "schema": document, "is_async": is_async,
             "streaming": streaming, "concurrency": concurrency,
-            "has_healthcheck": has_healthcheck, "deprecated_predict": deprecated_predict}
+            "has_healthcheck": has_healthcheck, "deprecated_predict": deprecated_predict,
+            "versions": versions}
 
 
 def setup_log(source: str, data: str) -> Message:

@@ -6,11 +6,14 @@ metric name rules and healthcheck texts."""
 from __future__ import annotations
 
 import json
+import platform
 from collections.abc import Iterator
 
 import pytest
 from cli_harness import cogserve
 from harness import Server, write_model
+
+import cogserve as cogserve_package
 
 MODEL = '''
 import json
@@ -46,6 +49,9 @@ class Predictor(BasePredictor):
                                                  type(cog.Input(default=1))))
         if what == "version":
             return cog.__version__
+        if what == "python":
+            import platform
+            return platform.python_version()
         if what == "context":
             return json.dumps(current_scope().context)
         if what == "weights":
@@ -106,6 +112,16 @@ def test_deprecated_names_warn_once_and_emit_metric_records(server):
 
 def test_cog_version_is_the_compatible_cog_release(server):
     assert run(server, what="version")["output"] == "0.23.1"
+
+
+def test_health_check_versions_are_what_runs_the_model(server):
+    # coglet's keys where it has them: python_sdk is the `cog` the model imports, python
+    # the model's interpreter (the worker's: the test's own here); cogserve's own apart
+    python = run(server, what="python")["output"]
+    assert server.health()["version"] == {"cogserve": cogserve_package.__version__,
+                                          "python_sdk": "0.23.1", "python": python}
+    assert python == platform.python_version()
+    assert server.client.get("/").json()["cog_version"] == "0.23.1"  # as coglet's root
 
 
 def test_setup_weights_is_cog_weights_as_a_string(server):

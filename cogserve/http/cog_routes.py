@@ -87,7 +87,8 @@ class CogRoutes:
 
     async def root(self, scope: Scope, receive: Receive, send: Send) -> None:
         doc = {
-            "cog_version": cogserve.__version__,
+            # as coglet: the `cog` SDK the model imports, else the server's own version
+            "cog_version": self.service.versions.get("python_sdk", cogserve.__version__),
             "docs_url": "/docs",
             "openapi_url": "/openapi.json",
             "shutdown_url": "/shutdown",

@@ -132,6 +132,9 @@ class Service:
         self._setup_open = False  # the setup document describes a (re)start under way
         self.schema: dict[str, Any] | None = None
         self.validators: dict[Mode, InputValidator] = {}
+        # what runs the model, as its worker reports it with the schema: `python_sdk` (the
+        # `cog` version the model imports) and `python`
+        self.versions: dict[str, str] = {}
         self.is_async = False
         self.streaming = False
         self.has_healthcheck = False
@@ -410,6 +413,7 @@ class Service:
                 self.validators[Mode.PREDICT] = InputValidator(self.schema)
             if "TrainingInput" in components:
                 self.validators[Mode.TRAIN] = InputValidator(self.schema, "TrainingInput")
+            self.versions = message["versions"]
             self.is_async = message["is_async"]
             self.streaming = message["streaming"]
             self.has_healthcheck = message["has_healthcheck"]
@@ -825,11 +829,9 @@ class Service:
                 body["status"] = Health.UNHEALTHY
                 body["user_healthcheck_error"] = error
         body["setup"] = {**self.setup, "logs": "".join(self._setup_logs)}
-        body["version"] = {
-            "cogserve": cogserve.__version__,
-            "cog": cogserve.__version__,
-            "python": sys.version.split()[0],
-        }
+        # coglet's keys for what it can know (python_sdk, python: the model's, once its
+        # worker has said); cogserve's own version under its name, where coglet's would be
+        body["version"] = {"cogserve": cogserve.__version__, **self.versions}
         if self.backlog is not None:
             body["queue"] = {"length": len(self.backlog), "size": self.backlog.capacity}
         if len(self.pool) > 1:

@@ -67,7 +67,7 @@ def main() -> None:
     control.send(protocol.schema(
         schema, is_async=model.is_async, streaming=model.streaming,
         concurrency=model.concurrency, has_healthcheck=model.healthcheck is not None,
-        deprecated_predict=model.deprecated_predict,
+        deprecated_predict=model.deprecated_predict, versions=_versions(),
     ))
     if cfg["schema_only"]:
         # `cogserve predict` stops here when the input is invalid; otherwise it says go.
@@ -81,6 +81,16 @@ def main() -> None:
         asyncio.run(_serve_async(model, trainer, control, data, router))
     else:
         _serve_sync(model, trainer, control, data, router)
+
+
+def _versions() -> dict[str, str]:
+    """The `cog` SDK version the model gets from `import cog` (cogserve's shim, which
+    load_model installed) and this Python's, as coglet reports its own process's."""
+    import importlib
+    import platform
+
+    return {"python_sdk": importlib.import_module("cog").__version__,
+            "python": platform.python_version()}
 
 
 def _load_trainer(ref: str | None, model: LoadedModel,

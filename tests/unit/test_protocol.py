@@ -32,9 +32,11 @@ CASES: list[tuple[str, protocol.Message, bytes]] = [
     # worker -> parent, control
     ("schema", protocol.schema({"openapi": "3.0.2"}, is_async=False, streaming=True,
                                concurrency=None, has_healthcheck=False,
-                               deprecated_predict=False),
+                               deprecated_predict=False,
+                               versions={"python_sdk": "0.23.1", "python": "3.11.7"}),
      b'{"t":"schema","schema":{"openapi":"3.0.2"},"is_async":false,"streaming":true,'
-     b'"concurrency":null,"has_healthcheck":false,"deprecated_predict":false}'),
+     b'"concurrency":null,"has_healthcheck":false,"deprecated_predict":false,'
+     b'"versions":{"python_sdk":"0.23.1","python":"3.11.7"}}'),
     ("setup log", protocol.setup_log("stdout", "loading\n"),
      b'{"t":"log","source":"stdout","data":"loading\\n"}'),
     ("ready", protocol.ready(), b'{"t":"ready"}'),
