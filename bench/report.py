@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from bench import envs
 from bench.scenarios import Figure, Scenario
-from bench.systems import COGSERVE, COGSERVE_METRICS_OFF, MLSERVER, REFERENCE
+from bench.systems import COGSERVE, COGSERVE_METRICS_OFF, COGSERVE_ONE_WORKER, MLSERVER, REFERENCE
 
 NAMES = {COGSERVE: "cogserve", COGSERVE_METRICS_OFF: "cogserve, metrics off (COGSERVE_METRICS=0)",
+         COGSERVE_ONE_WORKER: "cogserve --workers 1 --queue-size 64",
          REFERENCE: "reference (Cog 0.23.1 + coglet 0.23.1)",
          MLSERVER: "MLServer 1.7.1", "floor": "floor (bare ASGI on uvicorn)",
          "litserve": "LitServe 0.2.19 (workers_per_device=2)"}
@@ -162,10 +163,8 @@ def targets(results: Results) -> list[str]:
 
 def _pool_targets(results: Results) -> list[tuple[str, bool | None, str]]:
     """Scenario 9 (issue 14): --workers 2 vs 1, and a queue instead of 409s."""
-    from bench.scenarios import ONE_WORKER
-
     two = _median(results, "cpu_pool", COGSERVE, "successful req/s")
-    one = _median(results, "cpu_pool", ONE_WORKER, "successful req/s")
+    one = _median(results, "cpu_pool", COGSERVE_ONE_WORKER, "successful req/s")
     rows: list[tuple[str, bool | None, str]] = [(
         "Scenario 9: --workers 2 ≥ 1.8x --workers 1 successful req/s (issue 14)",
         None if two is None or not one else two >= 1.8 * one,

@@ -24,6 +24,7 @@ from bench.procs import reset_peak_rss, status_kib
 from bench.systems import (
     COGSERVE,
     COGSERVE_METRICS_OFF,
+    COGSERVE_ONE_WORKER,
     FLOOR,
     LITSERVE,
     MLSERVER,
@@ -511,16 +512,16 @@ def _check_sum(body: bytes) -> None:
 
 # ---------------------------------------------------------------- 9: CPU-bound, worker pools
 
-ONE_WORKER = "cogserve --workers 1 --queue-size 64"
 POOL_ARGS = ["--workers", "2", "--queue-size", "64"]
 
 
 class CPUPool(_WrkScenario):
     """8 clients on a sync model doing ~20 ms of pure-Python work (issue 14).
 
-    `cogserve` runs with --workers 2 --queue-size 64; the same with one worker shows
-    what the pool adds, the reference shows Cog's 409s under the same load, and
-    LitServe serves the same work function with workers_per_device=2.
+    `cogserve` runs with --workers 2 --queue-size 64; the same with one worker (the
+    variant COGSERVE_ONE_WORKER) shows what the pool adds, the reference shows Cog's 409s
+    under the same load, and LitServe serves the same work function with
+    workers_per_device=2.
     """
 
     key = "cpu_pool"
@@ -528,7 +529,7 @@ class CPUPool(_WrkScenario):
     title = "CPU-bound sync (~20 ms pure Python), 8 clients; cogserve --workers 2 --queue-size 64"
     model = "cpu_sync"
     connections = 8
-    systems = (COGSERVE, ONE_WORKER, REFERENCE, LITSERVE)
+    systems = (COGSERVE, COGSERVE_ONE_WORKER, REFERENCE, LITSERVE)
     figures = (Figure("successful req/s", "req/s", True),
                Figure("p50, all responses", "ms", False),
                Figure("p99, all responses", "ms", False),
@@ -539,14 +540,8 @@ class CPUPool(_WrkScenario):
             raise Unavailable("bench/models/cpu_sync/litserve_app.py is missing")
         super().prepare(ctx)
 
-    def start(self, system: str, ctx: Context) -> Server:
-        if system in (COGSERVE, ONE_WORKER):
-            args = POOL_ARGS if system == COGSERVE else ["--workers", "1", "--queue-size", "64"]
-            server = systems.start(COGSERVE, self.model_dir(system), tag=f"{self.key}-{system}"
-                                   .replace(" ", ""), args=args)
-            server.system = system
-            return server
-        return super().start(system, ctx)
+    def args(self, system: str, ctx: Context) -> list[str]:
+        return POOL_ARGS if system == COGSERVE else []
 
     def body(self) -> pathlib.Path:
         # no n: every system runs the model's default (work.ITERATIONS, ~20 ms)

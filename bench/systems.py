@@ -1,6 +1,7 @@
 """How to start each compared system on a model folder, and when it is ready.
 
-cogserve, the reference (Cog 0.23.1 + coglet 0.23.1), MLServer 1.7.1 and the floor app
+cogserve (and its VARIANTS: the same server started another way), the reference (Cog 0.23.1 +
+coglet 0.23.1), MLServer 1.7.1, LitServe and the floor app
 each get a free port on 127.0.0.1 and run from their own bench venv. `Server.ready_s` is
 process start to READY, as a user waiting on the health check sees it.
 """
@@ -13,7 +14,7 @@ import pathlib
 import re
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench import envs
 from bench.loadgen import LoadError, wait_http
@@ -21,14 +22,30 @@ from bench.procs import Proc, free_port
 
 LOGS = envs.CACHE / "logs"
 COGSERVE = "cogserve"
-# the same server with Prometheus metrics off: scenario 1 runs it interleaved with
-# cogserve, so the ratio between the two is what metrics cost (issue 15: within 5%)
 COGSERVE_METRICS_OFF = "cogserve-metrics-off"
+COGSERVE_ONE_WORKER = "cogserve-one-worker"
 REFERENCE = "reference"
 MLSERVER = "mlserver"
 LITSERVE = "litserve"
 FLOOR = "floor"
-ALL = (COGSERVE, COGSERVE_METRICS_OFF, REFERENCE, MLSERVER, LITSERVE, FLOOR)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """cogserve started another way, measured as a system of its own beside cogserve
+    (interleaved), so the ratio between the two is what the difference costs or buys."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+
+
+VARIANTS = {
+    # scenario 1: what Prometheus metrics cost (issue 15: within 5%)
+    COGSERVE_METRICS_OFF: Variant(env={"COGSERVE_METRICS": "0"}),
+    # scenario 9: what a second worker adds (issue 14: cogserve there runs --workers 2)
+    COGSERVE_ONE_WORKER: Variant(args=("--workers", "1", "--queue-size", "64")),
+}
+ALL = (COGSERVE, *VARIANTS, REFERENCE, MLSERVER, LITSERVE, FLOOR)
 
 
 class StartError(RuntimeError):
@@ -83,11 +100,13 @@ def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, s
     env = dict(env or {})
     args = list(args or [])
     log = LOGS / f"{tag}-{system}.log"
-    if system in (COGSERVE, COGSERVE_METRICS_OFF):
+    variant = VARIANTS.get(system)
+    if system == COGSERVE or variant is not None:
         assert model is not None
         env.setdefault("LOG_FORMAT", "console")
-        if system == COGSERVE_METRICS_OFF:
-            env["COGSERVE_METRICS"] = "0"
+        if variant is not None:
+            env.update(variant.env)
+            args += variant.args
         argv = [str(envs.venv(COGSERVE) / "bin" / "cogserve"), "serve", str(model),
                 "--host", "127.0.0.1", "--port", str(port), *args]
         proc = Proc(argv, env=env, log=log)
