@@ -217,7 +217,7 @@ class CogRoutes:
             return
         # the store encoded the final object already: send those bytes, not a second dump
         finished = self.service.recent.get(prediction.id, prediction.kind)
-        await send_json(send, 200, finished.body if finished is not None else prediction.to_dict())
+        await send_json(send, 200, finished.body if finished is not None else prediction.encoded())
 
     async def cancel(self, scope: Scope, receive: Receive, send: Send,
                      prediction_id: str, mode: Mode = Mode.PREDICT) -> None:

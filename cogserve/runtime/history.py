@@ -39,7 +39,12 @@ class Stream(Protocol):
 
 def frame(name: bytes, data: Any) -> bytes:
     """One SSE event as sent: `event: NAME\\ndata: JSON\\n\\n` (orjson never emits a newline)."""
-    return b"event: " + name + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+    return encoded_frame(name, orjson.dumps(data))
+
+
+def encoded_frame(name: bytes, data: bytes) -> bytes:
+    """`frame` of data that is JSON already."""
+    return b"event: " + name + b"\ndata: " + data + b"\n\n"
 
 
 def encode(prediction: Prediction, event: Event, payload: dict[str, Any]) -> bytes:
@@ -53,7 +58,7 @@ def encode(prediction: Prediction, event: Event, payload: dict[str, Any]) -> byt
                                  "value": payload["value"]})
     if event is Event.START:
         return frame(b"start", {"id": prediction.id, "status": Status.PROCESSING})
-    return frame(b"completed", prediction.to_dict())
+    return encoded_frame(b"completed", prediction.encoded())  # the stored answer's bytes
 
 
 class EventHistory:

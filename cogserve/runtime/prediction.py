@@ -13,6 +13,8 @@ import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from cogserve.metrics import apply_metric
 from cogserve.runtime.states import TERMINAL, Event, Status, WebhookEvent
 
@@ -37,6 +39,7 @@ class Prediction:
         "metrics", "created_at", "started_at", "completed_at", "predict_time", "webhook",
         "webhook_events_filter", "output_file_prefix", "listeners", "done", "tail",
         "context", "cancel_requested", "slot", "timeout", "deadline", "deadline_passed",
+        "_final_json",
     )
 
     def __init__(
@@ -77,6 +80,7 @@ class Prediction:
         self.timeout: float | None = None  # seconds it may run (--predict-timeout, per request)
         self.deadline: asyncio.TimerHandle | None = None
         self.deadline_passed = False
+        self._final_json: bytes | None = None
 
     # ------------------------------------------------------------ reading
 
@@ -109,6 +113,17 @@ class Prediction:
             "started_at": iso(self.started_at),
             "completed_at": iso(self.completed_at),
         }
+
+    def encoded(self) -> bytes:
+        """`to_dict()` as JSON. A finished prediction never changes again, so its final
+        JSON is encoded once and the same bytes serve everyone who sends it: SSE's
+        `completed` event, the stored answer (`GET`, retried `PUT`, the sync response)
+        and the `completed` webhook."""
+        if not self.terminal:
+            return orjson.dumps(self.to_dict())
+        if self._final_json is None:
+            self._final_json = orjson.dumps(self.to_dict())
+        return self._final_json
 
     # ------------------------------------------------------------ changing
 

@@ -21,8 +21,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from cogserve.runtime.history import history_of
 from cogserve.runtime.prediction import Prediction
 
@@ -65,7 +63,7 @@ class FinishedStore:
     def keep(self, prediction: Prediction) -> None:
         self._drop(prediction.id)
         self.evicted.pop(prediction.id, None)
-        body = orjson.dumps(prediction.to_dict())
+        body = prediction.encoded()  # the bytes SSE's `completed` event carried, if any
         history = history_of(prediction)
         kept = list(history.events or ()) if history is not None else []
         # sized before the frames are joined: an entry too big to keep costs no copy

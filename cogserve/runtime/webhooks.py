@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 import cogserve
 from cogserve.envvars import env_duration, env_int
 from cogserve.netpolicy import BlockedAddress
@@ -180,7 +178,7 @@ class WebhookSender:
         self._push(Delivery.UPDATE, prediction)
 
     def _push(self, kind: Delivery, prediction: Prediction) -> None:
-        body = orjson.dumps(prediction.to_dict())
+        body = prediction.encoded()
         if kind is Delivery.UPDATE and self.queue and self.queue[-1][0] is Delivery.UPDATE:
             self.queue[-1] = (kind, body)  # not sent yet: the newer state replaces it
         else:

@@ -141,3 +141,25 @@ def test_completed_carries_the_final_prediction() -> None:
         assert b'"status":"failed"' in frame and b'"error":"boom"' in frame
 
     run(body)
+
+
+def test_the_final_json_is_encoded_once_for_the_stream_and_the_store() -> None:
+    from cogserve.runtime.store import FinishedStore
+
+    async def body() -> None:
+        p, history = streaming(16)
+        store = FinishedStore()
+        p.subscribe(store.listener)
+        stream = Stream()
+        history.attach(stream, created=True)
+        p.append_output("a")
+        assert p.encoded() is not p.encoded()  # still running: each call is the state now
+        p.succeed(None, 0.1)
+        completed, _ = stream.frames[-1]
+        entry = store.get("p1", "prediction")
+        assert entry is not None
+        assert completed == b"event: completed\ndata: " + entry.body + b"\n\n"
+        assert p.encoded() is entry.body  # the same bytes object: encoded once
+        assert b'"output":["a"]' in entry.body and b'"status":"succeeded"' in entry.body
+
+    run(body)
