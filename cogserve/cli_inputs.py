@@ -203,32 +203,38 @@ _JSON_TYPE = {bool: "boolean", int: "number", float: "number", str: "string", li
               dict: "object", type(None): "null"}
 
 
+# kin-openapi's wording of each rule; `{}` is the rule's limit as Go prints it
+_WORDING = {
+    Rule.ANY_OF: 'value doesn\'t match any schema from "anyOf"',
+    Rule.ENUM: "must be one of: {}",
+    Rule.MINIMUM: "number must be at least {}",
+    Rule.MAXIMUM: "number must be at most {}",
+    Rule.MIN_LENGTH: "minimum string length is {}",
+    Rule.MAX_LENGTH: "maximum string length is {}",
+    Rule.MIN_ITEMS: "minimum number of items is {}",
+    Rule.MAX_ITEMS: "maximum number of items is {}",
+    Rule.PATTERN: "string doesn't match the regular expression {}",
+}
+
+
 def _reason(error: FieldError) -> str:
-    """kin-openapi's wording of the rule broken (the validator's own for rules `cog`'s
-    CLI does not check: file URLs, integers past 64 bits)."""
-    limit = error.limit
-    match error.rule:
-        case Rule.TYPE:
-            return f"expected {limit}, got {_JSON_TYPE.get(type(error.value), 'value')}"
-        case Rule.ANY_OF:
-            return 'value doesn\'t match any schema from "anyOf"'
-        case Rule.ENUM:
-            return f"must be one of: {', '.join(_go_value(v) for v in limit)}"
-        case Rule.MINIMUM:
-            return f"number must be at least {go_float(limit)}"
-        case Rule.MAXIMUM:
-            return f"number must be at most {go_float(limit)}"
-        case Rule.MIN_LENGTH:
-            return f"minimum string length is {limit}"
-        case Rule.MAX_LENGTH:
-            return f"maximum string length is {limit}"
-        case Rule.MIN_ITEMS:
-            return f"minimum number of items is {limit}"
-        case Rule.MAX_ITEMS:
-            return f"maximum number of items is {limit}"
-        case Rule.PATTERN:
-            return f"string doesn't match the regular expression {_quote(limit)}"
-    return error.message
+    """The rule broken in kin-openapi's words (the validator's own for rules `cog`'s CLI
+    does not check: file URLs, integers past 64 bits)."""
+    rule, limit = error.rule, error.limit
+    if rule is Rule.TYPE:
+        return f"expected {limit}, got {_JSON_TYPE.get(type(error.value), 'value')}"
+    template = _WORDING.get(rule) if rule is not None else None
+    if template is None:
+        return error.message
+    if rule is Rule.ENUM:
+        shown = ", ".join(_go_value(v) for v in limit)
+    elif rule is Rule.PATTERN:
+        shown = _quote(limit)
+    elif rule in (Rule.MINIMUM, Rule.MAXIMUM):
+        shown = go_float(limit)
+    else:
+        shown = str(limit)  # a length or a count: %d
+    return template.format(shown)
 
 
 def go_float(number: float) -> str:
