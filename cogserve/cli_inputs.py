@@ -161,15 +161,15 @@ def _coerce_union(raw: str, members: list[dict[str, Any]]) -> Any:
 
 def check_names(names: Iterable[str], validator: InputValidator) -> None:
     """`unknown input "x"; valid inputs are: a, b` (all unknown names at once)."""
-    refuse(validator.unexpected(names), validator)
+    _refuse(validator.unexpected(names), validator)
 
 
 def check_inputs(inputs: dict[str, Any], validator: InputValidator) -> None:
     """Raise InputError worded as `cog` words it, or return for valid inputs."""
-    refuse(validator.validate(inputs), validator)
+    _refuse(validator.validate(inputs), validator)
 
 
-def refuse(errors: Errors, validator: InputValidator) -> None:
+def _refuse(errors: Errors, validator: InputValidator) -> None:
     """The validator's errors as `cog predict` words them, in its order: unknown names
     alone, else the first null (alone), else each input's first problem, then the missing
     ones; one message, or a list under `input validation failed:`."""
