@@ -28,8 +28,6 @@ from cogserve import envvars, netpolicy
 from cogserve.exceptions import FetchError
 from cogserve.worker.transfers import StopReason, Transfers, current
 
-DOWNLOAD_TIMEOUT = envvars.download_timeout()
-DOWNLOAD_MAX_BYTES = envvars.download_max_bytes()
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CHUNK = 1 << 20
 
@@ -44,12 +42,17 @@ class DownloadStopped(FetchError):
 
 class Fetcher:
     """A worker's downloads of file inputs: urllib's opener limited to http(s) under the
-    URL policy it is given (built once), and the tally of bytes fetched and downloads
-    failed since the parent was last told (the parent owns the metrics, so a prediction's
-    terminal frame carries it: `take_tally`). Threads of the download pool share it."""
+    URL policy it is given (built once), their limits (COGSERVE_DOWNLOAD_TIMEOUT,
+    _MAX_BYTES and _DEADLINE, read once here, when the first file input builds it), and
+    the tally of bytes fetched and downloads failed since the parent was last told (the
+    parent owns the metrics, so a prediction's terminal frame carries it: `take_tally`).
+    Threads of the download pool share it."""
 
     def __init__(self, policy: netpolicy.URLPolicy) -> None:
         self._opener = _http_only_opener(policy)
+        self.timeout = envvars.download_timeout()  # seconds per socket operation
+        self.max_bytes = envvars.download_max_bytes()  # 0: no limit
+        self.deadline = envvars.download_deadline()  # for a prediction's Transfers clock
         self._tally = [0, 0]
         self._lock = threading.Lock()
 
@@ -87,54 +90,54 @@ class Fetcher:
         with spans.child_span("download", **{"url.full": _short(url)}) if spans is not None \
                 else contextlib.nullcontext():
             try:
-                target = _download(self._opener, url, dest, label, index,
-                                   transfers or Transfers(deadline=0))
+                target = self._download(url, dest, label, index, transfers or Transfers())
             except BaseException:
                 self._count(0, 1)
                 raise
         self._count(target.stat().st_size, 0)
         return target
 
+    def _download(self, url: str, dest: pathlib.Path, label: str, index: int | None,
+                  owner: Transfers) -> pathlib.Path:
+        current.transfers = owner
+        target: pathlib.Path | None = None
+        complete = False
+        try:
+            request = urllib.request.Request(url, headers={"User-Agent": "cogserve"})
+            with self._opener.open(request, timeout=self.timeout) as response:
+                _check_length(response, self.max_bytes, label, url)
+                name = _name_from_response(response, url, index)
+                target = _unique(dest, name)
+                with open(target, "wb") as out:
+                    _copy(response, out, owner, self.max_bytes, label, url)
+                complete = True
+                return target
+        except urllib.error.HTTPError as exc:
+            raise FetchError(f"input {label}: downloading {_short(url)} failed: HTTP "
+                             f"{exc.code} {exc.reason}") from None
+        except FetchError:
+            raise
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            if owner.stopped is not None:
+                raise _stopped(owner.stopped, label, url) from None
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            raise FetchError(f"input {label}: downloading {_short(url)} failed: {reason}"
+                             ) from None
+        finally:
+            current.transfers = None
+            if target is not None and not complete:
+                target.unlink(missing_ok=True)  # a partial file frees its space at once
 
-def _download(opener: urllib.request.OpenerDirector, url: str, dest: pathlib.Path,
-              label: str, index: int | None, owner: Transfers) -> pathlib.Path:
-    current.transfers = owner
-    target: pathlib.Path | None = None
-    complete = False
-    try:
-        request = urllib.request.Request(url, headers={"User-Agent": "cogserve"})
-        with opener.open(request, timeout=DOWNLOAD_TIMEOUT) as response:
-            _check_length(response, label, url)
-            name = _name_from_response(response, url, index)
-            target = _unique(dest, name)
-            with open(target, "wb") as out:
-                _copy(response, out, owner, label, url)
-            complete = True
-            return target
-    except urllib.error.HTTPError as exc:
-        raise FetchError(f"input {label}: downloading {_short(url)} failed: HTTP {exc.code} "
-                         f"{exc.reason}") from None
-    except FetchError:
-        raise
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        if owner.stopped is not None:
-            raise _stopped(owner.stopped, label, url) from None
-        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        raise FetchError(f"input {label}: downloading {_short(url)} failed: {reason}") from None
-    finally:
-        current.transfers = None
-        if target is not None and not complete:
-            target.unlink(missing_ok=True)  # a partial file frees its space at once
 
-
-def _check_length(response: Any, label: str, url: str) -> None:
+def _check_length(response: Any, max_bytes: int, label: str, url: str) -> None:
     length = response.headers.get("Content-Length", "")
-    if DOWNLOAD_MAX_BYTES and length.isdigit() and int(length) > DOWNLOAD_MAX_BYTES:
+    if max_bytes and length.isdigit() and int(length) > max_bytes:
         raise FetchError(f"input {label}: {_short(url)} is {int(length)} bytes; the limit is "
-                         f"{DOWNLOAD_MAX_BYTES} (COGSERVE_DOWNLOAD_MAX_BYTES)")
+                         f"{max_bytes} (COGSERVE_DOWNLOAD_MAX_BYTES)")
 
 
-def _copy(response: Any, out: Any, transfers: Transfers, label: str, url: str) -> None:
+def _copy(response: Any, out: Any, transfers: Transfers, max_bytes: int, label: str,
+          url: str) -> None:
     """Copy as bytes arrive (read1: one recv at a time), checking limits between them."""
     size = 0
     while True:
@@ -144,9 +147,9 @@ def _copy(response: Any, out: Any, transfers: Transfers, label: str, url: str) -
         if not chunk:
             return
         size += len(chunk)
-        if DOWNLOAD_MAX_BYTES and size > DOWNLOAD_MAX_BYTES:
+        if max_bytes and size > max_bytes:
             raise FetchError(f"input {label}: {_short(url)} exceeds the limit of "
-                             f"{DOWNLOAD_MAX_BYTES} bytes (COGSERVE_DOWNLOAD_MAX_BYTES)")
+                             f"{max_bytes} bytes (COGSERVE_DOWNLOAD_MAX_BYTES)")
         out.write(chunk)
 
 

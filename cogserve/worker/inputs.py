@@ -81,8 +81,8 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
 
         folder = tmpdir()
         owner = transfers() if transfers is not None else _Transfers()
-        owner.start_clock()
         pool, fetcher = downloads.start()
+        owner.start_clock(fetcher.deadline)
         futures = [  # each in a copy of this context, so a download's span has its parent
             (name, index, kind, pool.submit(contextvars.copy_context().run, fetcher.fetch,
                                             url, folder, name, index, owner))

@@ -16,28 +16,24 @@ import enum
 import socket
 import threading
 
-from cogserve import envvars
-
 
 class StopReason(enum.Enum):
     CANCEL = "the prediction was canceled"
     DEADLINE = "the downloads took longer than COGSERVE_DOWNLOAD_DEADLINE"
 
 
-DOWNLOAD_DEADLINE = envvars.download_deadline()
-
-
 class Transfers:
-    def __init__(self, deadline: float = DOWNLOAD_DEADLINE) -> None:
-        self.deadline = deadline
+    def __init__(self) -> None:
         self.stopped: StopReason | None = None
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
 
-    def start_clock(self) -> None:
-        if self.deadline > 0 and self._timer is None:
-            self._timer = threading.Timer(self.deadline, self.stop, (StopReason.DEADLINE,))
+    def start_clock(self, deadline: float) -> None:
+        """Stop the downloads `deadline` seconds from now (0: never); the worker's Fetcher
+        holds COGSERVE_DOWNLOAD_DEADLINE."""
+        if deadline > 0 and self._timer is None:
+            self._timer = threading.Timer(deadline, self.stop, (StopReason.DEADLINE,))
             self._timer.daemon = True
             self._timer.start()
 
