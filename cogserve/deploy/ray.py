@@ -27,6 +27,11 @@ from cogserve.protocol import Mode
 APP_NAME = "cogserve"
 START_ATTEMPTS = 3
 OBJECT_STORE_BYTES = 200 * 1024 * 1024  # requests are small; Ray's default is 30% of RAM
+# Ray Serve's own access log (proxy and replica) is off: cogserve's app in each replica
+# already writes one access line per request (method, route, status, duration, prediction
+# id; `observability.requests`), so Ray's would log every request twice more, at a CPU cost
+# per request in the proxy, the replica and Ray's log monitor. Ray's other logs stay on.
+LOGGING = {"enable_access_log": False}
 
 
 @dataclass
@@ -84,6 +89,7 @@ def deployment_options(options: Options, slots: int) -> dict[str, Any]:
         **scaling,
         "max_ongoing_requests": slots + QUEUE_HEADROOM,
         "health_check_period_s": options.health_check_period,
+        "logging_config": LOGGING,
         "ray_actor_options": {"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
         "request_router_config": RequestRouterConfig(
             request_router_class="cogserve.deploy.ray_app.PredictionRouter"),
@@ -109,7 +115,8 @@ def run(options: Options) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        serve.start(http_options={"host": options.host, "port": options.port})
+        serve.start(http_options={"host": options.host, "port": options.port},
+                    logging_config=LOGGING)
         deployment = serve.deployment(CogserveReplica, name="model",
                                       **deployment_options(options, slots))
         serve.run(deployment.bind(str(config.directory), options.predictor,

@@ -14,7 +14,7 @@ from typing import Any
 from ray import serve
 from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
-from cogserve.deploy.ray_routing import Homes, prediction_id, replica_tag
+from cogserve.deploy.ray_routing import ID_MARKERS, Homes, prediction_id, replica_tag
 from cogserve.runtime.states import Health
 
 QUEUE_HEADROOM = 16  # requests a replica takes beyond its slots (cancels, GETs, queued)
@@ -23,8 +23,12 @@ ASGI = Any
 
 
 def _request_path(pending: PendingRequest | None) -> str | None:
-    """The HTTP path of a request from Ray's proxy (it sends the pickled ASGI scope)."""
+    """The HTTP path of a request from Ray's proxy (it sends the pickled ASGI scope), read
+    only when the request may name an id: a path that does holds `ID_MARKERS`, so the
+    pickle of most requests (POST /predictions, V2 infer) is never loaded here."""
     if pending is None or not pending.args or not isinstance(pending.args[0], bytes):
+        return None
+    if not any(marker in pending.args[0] for marker in ID_MARKERS):
         return None
     try:
         request = pickle.loads(pending.args[0])

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 TAG_LENGTH = 4
 _BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
 _ID_IN_PATH = re.compile(r"^/(?:predictions|trainings)/([^/]+)")
+# bytes every path that names an id contains (a cheap test before parsing a request)
+ID_MARKERS = (b"/predictions/", b"/trainings/")
 PIN_LIMIT = 100_000  # ids remembered per router; the oldest are forgotten first
 
 
