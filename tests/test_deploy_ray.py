@@ -124,6 +124,15 @@ def test_both_apis_work_through_rays_proxy(ray_server):
     assert c.get("/v2/health/ready").json() == {"ready": True}
 
 
+def test_a_response_beyond_grpcs_4_mb_default_passes_the_proxy(ray_server):
+    # the replica answers the proxy over Ray Serve's gRPC transport (SERVE_ENVIRONMENT),
+    # whose messages Ray caps at 4 MB unless told otherwise
+    size = 5 * 1024 * 1024
+    r = ray_server.client.post("/predictions", json={"input": {"n": 1, "size": size}})
+    assert r.status_code == 200, r.text[:500]
+    assert r.json()["output"] == ["tok0" + "x" * size]
+
+
 def test_async_with_webhook_and_generated_ids_find_their_replica(ray_server):
     c = ray_server.client
     receiver = Receiver()
