@@ -1,4 +1,5 @@
-"""The bounded queue (--queue-size): FIFO order, 429 when full, cancel, timeout, health.
+"""The bounded queue (--queue-size): FIFO order, 429 when full (Cog's routes and V2), cancel,
+timeout, health.
 
 One server with one slot and a queue of 3 is shared by the module; every test holds
 the slot with a prediction blocked on a gate file of its own, so the queue state each
@@ -88,6 +89,26 @@ def test_fifo_order_429_when_full_and_health(server, receiver, tmp_path):
     holder_end = float(holder["output"].rpartition("end=")[2])  # the model's clock
     assert _when(first_q1["started_at"]).timestamp() >= holder_end
     assert server.health()["queue"]["length"] == 0
+
+
+def test_v2_answers_a_full_queue_with_429_and_retry_after(server, receiver, tmp_path):
+    hook = receiver()
+    server.wait_for("READY")
+    gate = _hold(server, tmp_path, hook.url)
+    queued = [f"v2q{i}-{tmp_path.name}" for i in range(3)]
+    for pid in queued:
+        r = server.client.put(f"/predictions/{pid}", headers=ASYNC, json={
+            "input": {"text": pid}, "webhook": hook.url})
+        assert r.status_code == 202, r.text
+    cog = server.client.post("/predictions", json={"input": {"text": "cog"}})
+    v2 = server.client.post("/v2/models/gated/infer", json={"inputs": [
+        {"name": "text", "datatype": "BYTES", "shape": [1], "data": ["v2"]}]})
+    assert v2.status_code == 429, v2.text
+    assert v2.json() == {"error": "The queue is full (3 predictions waiting); retry later"}
+    assert int(v2.headers["retry-after"]) >= 1
+    assert v2.headers["retry-after"] == cog.headers["retry-after"]  # one estimate, both APIs
+    gate.touch()
+    hook.wait_until(lambda b: {x["id"] for x in b if x["status"] == "succeeded"} >= set(queued))
 
 
 def test_sync_request_waits_in_the_queue(server, receiver, tmp_path):

@@ -20,12 +20,15 @@ from typing import Any
 
 
 class TensorError(Exception):
-    """A request the V2 protocol refuses: 400 (or `status`) with {"error": message}."""
+    """A request the V2 protocol refuses: 400 (or `status`) with {"error": message}, and
+    `headers` when the answer has some (Retry-After on a 429)."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.headers = headers or []
 
 
 class Family(StrEnum):

@@ -55,8 +55,8 @@ def refusal_error(exc: Refusal) -> TensorError:
         return TensorError(str(exc), 503)
     if isinstance(exc, AtCapacity | AlreadyRunning):
         return TensorError(str(exc), 409)
-    if isinstance(exc, QueueFull):
-        return TensorError(str(exc), 429)
+    if isinstance(exc, QueueFull):  # as Cog's routes answer it: when to try again
+        return TensorError(str(exc), 429, [(b"retry-after", str(exc.retry_after).encode())])
     if isinstance(exc, InputNotSendable):
         return TensorError(str(exc), 422)
     if isinstance(exc, UnknownPrediction):
@@ -93,7 +93,7 @@ class V2Routes:
             except Refusal as exc:
                 raise refusal_error(exc) from None
         except TensorError as exc:
-            await send_json(send, exc.status, {"error": exc.message})
+            await send_json(send, exc.status, {"error": exc.message}, exc.headers)
         except RequestError as exc:  # body too large, client gone while sending
             await send_json(send, exc.status, {"error": exc.message})
         except HTTPError as exc:  # 405 from `_only`
