@@ -130,7 +130,7 @@ def _capacity_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--predict-timeout", type=float, default=None, metavar="S",
                        help="cancel and fail a prediction that runs longer than S seconds "
                             "(COGSERVE_PREDICT_TIMEOUT; a request's X-Prediction-Timeout "
-                            "header may ask for less)")
+                            "header or V2 timeout parameter may ask for less)")
     group.add_argument("--workers", type=int, default=None, metavar="N",
                        help="worker processes, each running setup() once (COGSERVE_WORKERS, "
                             "default 1)")

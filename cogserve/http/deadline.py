@@ -1,19 +1,19 @@
 """The per-request deadline: the `X-Prediction-Timeout: SECONDS` request header.
 
 Cog's request envelope has no deadline field, and a body field would change the
-schema every Cog client validates against, so the deadline travels as a header (any
-front end can read it). It counts from the moment the prediction starts running (time
-in the queue is bounded by --queue-timeout instead), and `--predict-timeout`, when
-set, caps it: a request can shorten the operator's limit, never extend it.
-"""
+schema every Cog client validates against, so the deadline travels as a header, read
+here for both front ends (Cog's routes and V2; V2 also takes Triton's `timeout`
+parameter, `cogserve.v2.routes`). It counts from the moment the prediction starts
+running (time in the queue is bounded by --queue-timeout instead), and
+`--predict-timeout`, when set, caps it: a request can shorten the operator's limit,
+never extend it. A bad value is a `RequestError` (400), which each front end shapes."""
 
 from __future__ import annotations
 
 import math
 
 from cogserve.http.asgi import Scope
-from cogserve.http.responses import HTTPError, header
-from cogserve.runtime.states import Status
+from cogserve.http.responses import RequestError, header
 
 HEADER = b"x-prediction-timeout"
 
@@ -28,6 +28,6 @@ def request_timeout(scope: Scope) -> float | None:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        raise HTTPError(400, {"error": f"X-Prediction-Timeout must be a positive number of "
-                                       f"seconds, not {raw!r}", "status": Status.FAILED})
+        raise RequestError(400, f"X-Prediction-Timeout must be a positive number of seconds, "
+                                f"not {raw!r}")
     return value

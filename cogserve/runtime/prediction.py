@@ -39,7 +39,7 @@ class Prediction:
         "metrics", "created_at", "started_at", "completed_at", "predict_time", "webhook",
         "webhook_events_filter", "output_file_prefix", "listeners", "done", "tail",
         "context", "cancel_requested", "slot", "timeout", "deadline", "deadline_passed",
-        "_final_json",
+        "expired", "_final_json",
     )
 
     def __init__(
@@ -79,7 +79,8 @@ class Prediction:
         self.slot: Slot | None = None  # the worker slot it holds (runtime/pool.py); None: queued
         self.timeout: float | None = None  # seconds it may run (--predict-timeout, per request)
         self.deadline: asyncio.TimerHandle | None = None
-        self.deadline_passed = False
+        self.deadline_passed = False  # its deadline fired and cancelled it
+        self.expired = False  # it ended failed because of that (see `expire`)
         self._final_json: bytes | None = None
 
     # ------------------------------------------------------------ reading
@@ -188,6 +189,15 @@ class Prediction:
 
     def cancel(self, predict_time: float | None = None) -> None:
         self._finish(Status.CANCELED, predict_time)
+
+    def expire(self, predict_time: float | None = None) -> None:
+        """Cancelled because it ran past its deadline: failed, naming the deadline, and
+        marked `expired` so a front end can answer it as a timeout (V2: 503, as Triton)."""
+        if self.terminal:
+            return
+        self.expired = True
+        self.error = f"prediction exceeded its deadline of {self.timeout:g} seconds"
+        self._finish(Status.FAILED, predict_time)
 
     def _finish(self, status: Status, predict_time: float | None) -> None:
         if self.terminal:

@@ -535,16 +535,14 @@ class Service:
                 self.backlog.remove(prediction.id)
         if prediction.deadline is not None:
             prediction.deadline.cancel()
-            if status is Status.CANCELED and prediction.deadline_passed:
-                status = Status.FAILED
-                error = (f"prediction exceeded its deadline of "
-                         f"{prediction.timeout:g} seconds")
         if status is Status.SUCCEEDED:
             if self.backlog is not None and predict_time is not None:
                 self._mean_run += (predict_time - self._mean_run) * 0.2
             prediction.succeed(output, predict_time)
         elif status is Status.FAILED:
             prediction.fail(error or "prediction failed", predict_time)
+        elif prediction.deadline_passed:  # the cancel its deadline sent: a failure
+            prediction.expire(predict_time)
         else:
             prediction.cancel(predict_time)
         if not ended_before:

@@ -5,7 +5,9 @@ request becomes the Cog input dict, goes through the same validator, takes a slo
 with `Service.create` and waits on `prediction.done`, exactly as a Cog prediction.
 Health and readiness are the runtime's health, so they work as Kubernetes probes.
 What the runtime refuses (`Refusal`) becomes V2's error shape in `refusal_error`, the
-one place this front end maps it.
+one place this front end maps it. A request's deadline is Triton's `timeout` parameter
+or cogserve's `X-Prediction-Timeout` header (`_deadline`); an inference that ran past
+it is answered 503, as Triton answers a request whose timeout expired.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import orjson
 import cogserve
 from cogserve import jsoncodec, protocol
 from cogserve.http.asgi import Receive, Scope, Send
+from cogserve.http.deadline import request_timeout
 from cogserve.http.disconnect import wait_or_cancel
 from cogserve.http.responses import (
     PREDICTION_KEY,
@@ -47,6 +50,10 @@ from cogserve.v2.metadata import ElementKind, Layout, ModelMetadata, PackedTenso
 from cogserve.validation import ErrorKind
 
 EXTENSIONS = ["binary_tensor_data", "parameters"]
+# Triton's per-request timeout, a request parameter in microseconds (0: none); reserved
+# by Triton, so never read as a scalar input of the same name
+TIMEOUT_PARAMETER = "timeout"
+MAX_UINT64 = 2**64 - 1
 
 
 def refusal_error(exc: Refusal) -> TensorError:
@@ -218,12 +225,13 @@ class V2Routes:
                                                         else e.message)
                 for e in errors))
         requested = _requested_outputs(meta, request)
+        timeout = _deadline(scope, request)
         service.check_accepting()
         files: list[str] = []
         try:
             ready = {k: self._for_worker(v, files) if isinstance(v, PackedTensor) else v
                      for k, v in raw_input.items()}
-            prediction = service.create(generate_id(), ready)
+            prediction = service.create(generate_id(), ready, timeout=timeout)
             scope[PREDICTION_KEY] = prediction
             if not await wait_or_cancel(service, prediction, receive):
                 return
@@ -235,7 +243,8 @@ class V2Routes:
                     pass
         if prediction.status is not Status.SUCCEEDED:
             detail = prediction.error or prediction.status
-            raise TensorError(f"inference failed: {detail}")
+            # past its deadline: Triton's status for an expired request (UNAVAILABLE)
+            raise TensorError(f"inference failed: {detail}", 503 if prediction.expired else 400)
         await self._respond(send, meta, request, requested, prediction)
 
     def _for_worker(self, packed: PackedTensor, files: list[str]) -> protocol.Message:
@@ -278,7 +287,8 @@ class V2Routes:
             raise TensorError("parameters must be an object")
         for key, value in params.items():  # parameters may supply scalar inputs by name
             declared = meta.inputs.get(key)
-            if declared is not None and declared.layout is Layout.SCALAR and key not in raw_input:
+            if declared is not None and declared.layout is Layout.SCALAR and key not in raw_input \
+                    and key != TIMEOUT_PARAMETER:
                 raw_input[key] = value
         missing = [name for name, s in meta.inputs.items() if s.required and name not in raw_input]
         if missing:
@@ -386,6 +396,24 @@ def _parse(head: bytes | memoryview) -> dict[str, Any]:
     if "id" in request and not isinstance(request["id"], str):
         raise TensorError("id must be a string")
     return request
+
+
+def _deadline(scope: Scope, request: dict[str, Any]) -> float | None:
+    """The request's deadline in seconds, or None: Triton's `timeout` parameter
+    (microseconds, a whole number; 0 means none, as in Triton) and the
+    X-Prediction-Timeout header (the same reader as Cog's routes); the shorter if both."""
+    header_seconds = request_timeout(scope)
+    params = request.get("parameters") or {}
+    value = params.get(TIMEOUT_PARAMETER) if isinstance(params, dict) else None
+    if value is None:
+        return header_seconds
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_UINT64:
+        raise TensorError(f"parameters.timeout must be a whole number of microseconds "
+                          f"(0: no timeout), not {value!r}")
+    if value == 0:
+        return header_seconds
+    seconds = value / 1_000_000
+    return seconds if header_seconds is None else min(seconds, header_seconds)
 
 
 def _requested_outputs(meta: ModelMetadata, request: dict[str, Any]
