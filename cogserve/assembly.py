@@ -40,7 +40,8 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
 
     # webhooks: only requests that name one get a sender; queued deliveries get
     # WEBHOOK_DRAIN_SECONDS to finish on a graceful shutdown
-    senders = webhooks.Webhooks(webhooks.WebhookConfig.from_env(), bus=service.events)
+    senders = webhooks.Webhooks(webhooks.WebhookConfig.from_env(), service.resolver,
+                                bus=service.events)
     service.on_drain.append(lambda: senders.drain(WEBHOOK_DRAIN_SECONDS))
     cog = CogRoutes(service, max_body, on_shutdown,
                     webhook_listener=senders.listener,

@@ -12,11 +12,14 @@ Standard library only: the worker imports this before the model.
 
 from __future__ import annotations
 
+import enum
 import os
 import pathlib
-from typing import overload
+from typing import TypeVar, overload
 
 from cogserve.exceptions import DefinitionError
+
+E = TypeVar("E", bound=enum.Enum)
 
 _YES = ("1", "true", "yes", "on")
 _NO = ("0", "false", "no", "off")
@@ -24,6 +27,19 @@ _NO = ("0", "false", "no", "off")
 
 def env_text(name: str, default: str = "") -> str:
     return os.environ.get(name, "").strip() or default
+
+
+def env_choice(name: str, choices: type[E], default: E) -> E:
+    """One of an enum's members, named by its value (any case); another is refused."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    for member in choices:
+        if member.value == raw:
+            return member
+    named = " or ".join(repr(member.value) for member in choices)
+    raise DefinitionError(f"environment variable {name}={raw!r} is not one of the choices "
+                          f"(say {named})")
 
 
 def env_switch(name: str, default: bool) -> bool:

@@ -21,7 +21,7 @@ import enum
 import ipaddress
 import socket
 
-from cogserve.envvars import env_text
+from cogserve.envvars import env_choice
 
 
 class URLPolicy(enum.Enum):
@@ -30,11 +30,8 @@ class URLPolicy(enum.Enum):
 
     @classmethod
     def from_env(cls) -> URLPolicy:
-        raw = env_text("COGSERVE_URL_POLICY", cls.ANY.value).lower()
-        try:
-            return cls(raw)
-        except ValueError:
-            raise ValueError(f"COGSERVE_URL_POLICY={raw!r}: choose 'any' or 'public'") from None
+        """COGSERVE_URL_POLICY, read by the parent's Settings and the worker's Downloads."""
+        return env_choice("COGSERVE_URL_POLICY", cls, cls.ANY)
 
 
 class BlockedAddress(OSError):

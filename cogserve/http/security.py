@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogserve.envvars import env_switch, env_text
-from cogserve.exceptions import DefinitionError
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import HTTPError
-from cogserve.netpolicy import URLPolicy
 
 log = logging.getLogger("cogserve")
 
@@ -33,10 +31,6 @@ class AccessConfig:
     @classmethod
     def from_env(cls) -> AccessConfig:
         token = env_text("COGSERVE_AUTH_TOKEN") or None
-        try:
-            URLPolicy.from_env()  # refuse a misspelt policy at start, not at first use
-        except ValueError as exc:
-            raise DefinitionError(str(exc)) from None
         return cls(token=token,
                    shutdown_route=not env_switch("COGSERVE_DISABLE_SHUTDOWN_ROUTE", False))
 

@@ -22,6 +22,7 @@ from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.handover import discard_spilled_output, mime_type
 
 if TYPE_CHECKING:
+    from cogserve.runtime.resolver import Resolver
     from cogserve.runtime.uploads import Uploader
 
 _CHUNK = 3 * (1 << 18)  # a multiple of 3, so chunks encode without padding in between
@@ -31,11 +32,13 @@ _TEMP_NAME = re.compile(r"^tmp[a-z0-9_]{8}")
 
 class FileOutputs:
     """A server's file outputs: `--upload-url`, the event bus, and the uploader (made on
-    the first upload, so httpx is imported only by servers that upload). One per Service."""
+    the first upload, so httpx is imported only by servers that upload; it resolves with
+    the Service's `resolver`). One per Service."""
 
-    def __init__(self, upload_url: str | None, bus: EventBus) -> None:
+    def __init__(self, upload_url: str | None, bus: EventBus, resolver: Resolver) -> None:
         self.upload_url = upload_url
         self.bus = bus
+        self.resolver = resolver
         self._uploader: Uploader | None = None
 
     async def resolve(self, value: Any, prediction: Any, index: int | None = None) -> Any:
@@ -66,7 +69,7 @@ class FileOutputs:
         if self._uploader is None:
             from cogserve.runtime.uploads import Uploader
 
-            self._uploader = Uploader()
+            self._uploader = Uploader(self.resolver)
         name = upload_name(path, index)
         try:
             # the request carries the prediction's trace context (its span's child

@@ -15,8 +15,11 @@ with 150). Here:
 - IP literals and answers are then checked against the URL policy (`netpolicy`),
   and the connection is made to the checked address (no second lookup to rebind).
 
-httpx gets this through an httpcore network backend whose connect_tcp resolves with
-it; TLS still verifies the certificate against the URL's host name.
+One Resolver per server, owned by its Service (built with the Settings' URL policy) and
+handed to what connects out: its file outputs' uploader and the webhooks. httpx gets it
+through `runtime/transport.py`, an httpcore network backend whose connect_tcp resolves
+with it; TLS still verifies the certificate against the URL's host name. Standard
+library only, so a server that never connects out imports no HTTP client.
 """
 
 from __future__ import annotations
@@ -27,9 +30,6 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Any
-
-import httpcore
 
 from cogserve.netpolicy import URLPolicy, check
 
@@ -39,7 +39,7 @@ class ResolveError(OSError):
 
 
 class Resolver:
-    def __init__(self, policy: URLPolicy = URLPolicy.ANY, *, max_threads: int = 128,
+    def __init__(self, policy: URLPolicy, *, max_threads: int = 128,
                  timeout: float = 5.0, ttl: float = 30.0) -> None:
         self.policy = policy
         self.timeout = timeout
@@ -125,59 +125,3 @@ class Resolver:
             else:
                 future.set_result(result)
         self._launch()
-
-
-class ResolvingBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's default backend, connecting to addresses the Resolver chose."""
-
-    def __init__(self, resolver: Resolver) -> None:
-        self.resolver = resolver
-        self.inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        try:
-            addresses = await self.resolver.resolve(host, port)
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
-        error: Exception | None = None
-        for address in addresses:
-            try:
-                return await self.inner.connect_tcp(address, port, timeout=timeout,
-                                                    local_address=local_address,
-                                                    socket_options=socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                error = exc
-        assert error is not None
-        raise error
-
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        return await self.inner.connect_unix_socket(path, timeout, socket_options)
-
-    async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
-
-
-_shared: Resolver | None = None
-
-
-def shared() -> Resolver:
-    """The process's resolver, with the policy from the environment."""
-    global _shared
-    if _shared is None:
-        _shared = Resolver(URLPolicy.from_env())
-    return _shared
-
-
-def transport(**kwargs: Any) -> Any:
-    """An httpx transport that resolves with `shared()` (for webhooks and uploads)."""
-    import httpx
-
-    result = httpx.AsyncHTTPTransport(**kwargs)
-    pool = result._pool  # httpx has no parameter for the network backend
-    if not hasattr(pool, "_network_backend"):
-        raise RuntimeError("httpcore changed: cannot set the network backend")
-    pool._network_backend = ResolvingBackend(shared())
-    return result

@@ -32,6 +32,7 @@ from cogserve import envvars, protocol
 from cogserve.config import ModelConfig, load_config
 from cogserve.envvars import env_float, env_int, env_text
 from cogserve.exceptions import DefinitionError
+from cogserve.netpolicy import URLPolicy
 from cogserve.protocol import FromWorker, Mode, UserHealth
 from cogserve.runtime import handover
 from cogserve.runtime.backlog import Backlog
@@ -48,6 +49,7 @@ from cogserve.runtime.history import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, EventH
 from cogserve.runtime.outputs import FileOutputs
 from cogserve.runtime.pool import Member, Pool, Restart, WorkerState
 from cogserve.runtime.prediction import Listener, Prediction, iso, now
+from cogserve.runtime.resolver import Resolver
 from cogserve.runtime.states import SERVING, Health, Status, WebhookEvent
 from cogserve.runtime.store import (
     BYTES_VARIABLE,
@@ -76,6 +78,7 @@ class Settings:
     drain_timeout: float = 10.0  # seconds in-flight predictions get at shutdown
     healthcheck_timeout: float = 5.0
     upload_url: str | None = None
+    url_policy: URLPolicy = URLPolicy.ANY  # what webhooks, uploads and downloads may reach
     model_name: str | None = None
     model_version: str | None = None
     id_prefix: str = ""  # generated prediction ids start with it (cogserve.deploy.ray)
@@ -106,6 +109,7 @@ class Settings:
             drain_timeout=_non_negative(env_float("COGSERVE_DRAIN_TIMEOUT", 10.0), 10.0),
             healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
             upload_url=upload_url,
+            url_policy=URLPolicy.from_env(),
             stream_history=env_int("COG_STREAM_HISTORY_CAPACITY", DEFAULT_CAPACITY,
                                    minimum=0) or 0,
             stream_history_bytes=env_int("COG_STREAM_HISTORY_BYTES", DEFAULT_MAX_BYTES,
@@ -173,7 +177,10 @@ class Service:
         self.gate = gate
         self._building: asyncio.Task[None] | None = None  # the model's environment
         self.events = EventBus()  # what happens here, for metrics and tracing
-        self.file_outputs = FileOutputs(settings.upload_url, self.events)
+        # the parent's name resolution for what connects out (uploads here, webhooks in
+        # `assembly`): one per server, so retries to a dead name share its cached answer
+        self.resolver = Resolver(settings.url_policy)
+        self.file_outputs = FileOutputs(settings.upload_url, self.events, self.resolver)
         self._setup_began = 0.0  # monotonic, for the setup duration
 
     # ------------------------------------------------------------ lifecycle

@@ -15,7 +15,9 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from cogserve.runtime import transport
 from cogserve.runtime.handover import mime_type
+from cogserve.runtime.resolver import Resolver
 
 
 class UploadError(RuntimeError):
@@ -24,18 +26,18 @@ class UploadError(RuntimeError):
 
 class Uploader:
     """Uploads a server's file outputs through one HTTP client (its connections reused),
-    made on the first upload so a server that never uploads never builds it."""
+    made on the first upload so a server that never uploads never builds it; names
+    resolve with the server's `resolver`, so the URL policy applies."""
 
-    def __init__(self) -> None:
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            from cogserve.runtime import resolver
-
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(60.0, connect=10.0),
-                transport=resolver.transport(),  # the URL policy applies
+                transport=transport.transport(self.resolver),
                 headers={"User-Agent": _user_agent()})
         return self._client
 

@@ -40,6 +40,8 @@ from cogserve.runtime.states import Event, WebhookEvent
 if TYPE_CHECKING:
     import httpx
 
+    from cogserve.runtime.resolver import Resolver
+
 log = logging.getLogger("cogserve")
 
 ALL_EVENTS = frozenset(WebhookEvent)
@@ -73,11 +75,14 @@ class WebhookConfig:
 
 
 class Webhooks:
-    """The server's webhook deliveries: the config, one pooled client, the senders'
-    tasks (so a graceful shutdown can let them finish)."""
+    """The server's webhook deliveries: the config, one pooled client (its names resolved
+    by the server's `resolver`), the senders' tasks (so a graceful shutdown can let them
+    finish)."""
 
-    def __init__(self, config: WebhookConfig, bus: EventBus | None = None) -> None:
+    def __init__(self, config: WebhookConfig, resolver: Resolver,
+                 bus: EventBus | None = None) -> None:
         self.config = config
+        self.resolver = resolver
         self.bus = bus or EventBus()  # delivery outcomes, for metrics
         self.active: set[asyncio.Task[None]] = set()
         self._client: httpx.AsyncClient | None = None
@@ -94,13 +99,13 @@ class Webhooks:
         if self._client is None:
             import httpx  # imported on first use: it costs 25 ms of every server's start
 
-            from cogserve.runtime import resolver
+            from cogserve.runtime import transport
 
             self._client = httpx.AsyncClient(
                 # names resolve in cogserve's bounded resolver: a dead DNS name cannot starve
                 # other webhooks or hold the exit; addresses are checked by the URL policy
-                transport=resolver.transport(
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=32)),
+                transport=transport.transport(self.resolver, limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=32)),
                 headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
                 follow_redirects=False,
             )

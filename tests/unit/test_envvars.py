@@ -7,6 +7,7 @@ import pathlib
 import pytest
 
 from cogserve.envvars import (
+    env_choice,
     env_duration,
     env_float,
     env_int,
@@ -16,6 +17,7 @@ from cogserve.envvars import (
     env_text,
 )
 from cogserve.exceptions import DefinitionError
+from cogserve.netpolicy import URLPolicy
 
 NAME = "COGSERVE_TEST_VARIABLE"
 
@@ -42,6 +44,7 @@ def test_durations(monkeypatch: pytest.MonkeyPatch, raw: str, seconds: float) ->
     (lambda: env_int(NAME, 1, minimum=0), "-1", "must be at least 0"),
     (lambda: env_duration(NAME, 1.0), "soon", "is not a duration"),
     (lambda: env_float(NAME, 1.0), "nan", "is not a number"),
+    (lambda: env_choice(NAME, URLPolicy, URLPolicy.ANY), "open", "say 'any' or 'public'"),
 ])
 def test_a_bad_value_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch, reader,
                                                     raw: str, words: str) -> None:
@@ -60,6 +63,13 @@ def test_whole_numbers_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
         assert env_switch(NAME, False)
     monkeypatch.setenv(NAME, "0")
     assert not env_switch(NAME, True)
+
+
+@pytest.mark.parametrize(("raw", "value"), [("", URLPolicy.ANY), ("Public", URLPolicy.PUBLIC),
+                                            (" any ", URLPolicy.ANY)])
+def test_choices(monkeypatch: pytest.MonkeyPatch, raw: str, value: URLPolicy) -> None:
+    monkeypatch.setenv(NAME, raw)
+    assert env_choice(NAME, URLPolicy, URLPolicy.ANY) is value
 
 
 @pytest.mark.parametrize(("raw", "value"), [("", True), ("0", False), ("off", False),

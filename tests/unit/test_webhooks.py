@@ -7,7 +7,9 @@ from typing import Any
 
 import orjson
 
+from cogserve.netpolicy import URLPolicy
 from cogserve.runtime.prediction import Prediction
+from cogserve.runtime.resolver import Resolver
 from cogserve.runtime.states import WebhookEvent
 from cogserve.runtime.webhooks import WebhookConfig, Webhooks
 
@@ -37,7 +39,7 @@ class Receiver:
 
 class StubWebhooks(Webhooks):
     def __init__(self, config: WebhookConfig, receiver: Receiver) -> None:
-        super().__init__(config)
+        super().__init__(config, Resolver(URLPolicy.ANY))
         self.receiver = receiver
 
     def client(self) -> Any:
