@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 
 _SETPRIV = shutil.which("setpriv") is not None
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -53,6 +54,25 @@ def descendants(pid: int) -> list[int]:
         found.extend(children)
         frontier.extend(children)
     return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (0 if gone)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def command_line(pid: int) -> str:
+    """A process's argv joined by spaces, or its title where it set one ('' if gone)."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def status_kib(pid: int, field: str) -> int:

@@ -2,9 +2,12 @@
 
 Figures: req/s of plain `cogserve serve`, of `cogserve ray --replicas 1` and of
 `--replicas 2` on this machine; the ratios 2 replicas / 1 replica (target >= 1.7x) and
-Ray at 1 replica / plain serve (the cost of Ray's proxy). Each system is started, warmed
-up, measured for --rounds wrk runs and stopped before the next starts (two Ray clusters at
-once would tax each other's cores). Run it from an environment with cogserve[ray]:
+Ray at 1 replica / plain serve (the cost of Ray's proxy); and where the CPU goes: the CPU
+time (user + system, from /proc) each part of a system used during the measured runs,
+per request answered, which other work on the machine skews much less than req/s. Each
+system is started, warmed up, measured for --rounds wrk runs and stopped before the next
+starts (two Ray clusters at once would tax each other's cores). Run it from an
+environment with cogserve[ray]:
 
     .venv/bin/python -m bench.ray_scaling [--rounds 3] [--seconds 10]
 
@@ -23,9 +26,10 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 from bench import envs, loadgen
-from bench.procs import Proc, free_port
+from bench.procs import Proc, command_line, cpu_seconds, free_port
 
 MODEL = envs.BENCH / "models" / "cpu_sync"  # scenario 9's model (~20 ms of pure Python)
 RESULTS = envs.BENCH / "RESULTS.md"
@@ -37,11 +41,35 @@ SYSTEMS = {
     "cogserve ray, 1 replica": ["ray", "--replicas", "1"],
     "cogserve ray, 2 replicas": ["ray", "--replicas", "2"],
 }
+# the parts of a system whose CPU is shown, by what their command line holds (Ray's actors
+# set it to ray::CLASS); any other process of the system counts as the rest
+PARTS = {
+    "Ray's proxy": "ray::ProxyActor",
+    "replicas": "ray::ServeReplica",
+    "HTTP server": "cogserve.cli serve",
+    "model workers": "cogserve.worker",
+}
+REST = "the rest"
 
 
-def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str
-            ) -> tuple[list[loadgen.WrkResult], float]:
-    """wrk runs against one system, and the machine's 1-minute load average before them."""
+@dataclass
+class Measured:
+    runs: list[loadgen.WrkResult]
+    load: float  # the machine's 1-minute load average before the runs
+    cpu_ms: dict[str, float]  # CPU ms per 2xx answer, by part (PARTS, REST)
+
+
+def part_of(pid: int) -> str:
+    line = command_line(pid)
+    return next((part for part, marker in PARTS.items() if marker in line), REST)
+
+
+def cpu_by_process(proc: Proc) -> dict[int, tuple[str, float]]:
+    return {pid: (part_of(pid), cpu_seconds(pid)) for pid in proc.tree()}
+
+
+def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str) -> Measured:
+    """wrk runs against one system, the load average before them and the CPU they cost."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     tmp = tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp")  # Ray's sockets: a short path
@@ -58,21 +86,27 @@ def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str
                 "headers": {"Content-Type": "application/json"}}
         load = os.getloadavg()[0]  # other work on the machine skews every figure
         loadgen.wrk(wrk, seconds=5, **post)  # warm-up (Ray's routers learn queue lengths)
+        before = cpu_by_process(proc)
         results = [loadgen.wrk(wrk, seconds=seconds, **post) for _ in range(rounds)]
+        after = cpu_by_process(proc)
         for r in results:
             if r.non_2xx or r.socket_errors:
                 raise loadgen.LoadError(f"{name}: {r.non_2xx} non-2xx, {r.socket_errors} "
                                         "socket errors")
-        return results, load
+        answered = sum(r.ok for r in results)
+        cpu_ms = dict.fromkeys([*PARTS, REST], 0.0)
+        for pid, (part, used) in after.items():
+            cpu_ms[part] += (used - before.get(pid, (part, 0.0))[1]) * 1000 / answered
+        return Measured(results, load, cpu_ms)
     finally:
         proc.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def report(figures: dict[str, tuple[list[loadgen.WrkResult], float]], rounds: int,
-           seconds: float) -> str:
-    med = {name: statistics.median(r.ok_per_s for r in rs) for name, (rs, _) in figures.items()}
-    serve, one, two = (med[n] for n in SYSTEMS)
+def report(figures: dict[str, Measured], rounds: int, seconds: float) -> str:
+    med = {name: statistics.median(r.ok_per_s for r in m.runs) for name, m in figures.items()}
+    serve_name, one_name, two_name = SYSTEMS
+    serve, one, two = med[serve_name], med[one_name], med[two_name]
     lines = [HEADING, "",
              f"`python -m bench.ray_scaling`: bench/models/cpu_sync (a sync run() of ~20 ms of "
              f"pure-Python work), {CLIENTS} clients (wrk), POST /predictions, {rounds} runs of "
@@ -80,12 +114,13 @@ def report(figures: dict[str, tuple[list[loadgen.WrkResult], float]], rounds: in
              f"({time.strftime('%Y-%m-%d')}).", "",
              "| system | req/s (median) | runs | p50 ms | p99 ms | load avg before |",
              "|---|---|---|---|---|---|"]
-    for name, (rs, load) in figures.items():
-        runs = ", ".join(f"{r.ok_per_s:.1f}" for r in rs)
-        p50 = statistics.median(r.p50_ms for r in rs)
-        p99 = statistics.median(r.p99_ms for r in rs)
+    for name, m in figures.items():
+        runs = ", ".join(f"{r.ok_per_s:.1f}" for r in m.runs)
+        p50 = statistics.median(r.p50_ms for r in m.runs)
+        p99 = statistics.median(r.p99_ms for r in m.runs)
         lines.append(f"| {name} | {med[name]:.1f} | {runs} | {p50:.0f} | {p99:.0f} | "
-                     f"{load:.1f} |")
+                     f"{m.load:.1f} |")
+    parts = [*PARTS, REST]
     lines += ["",
               f"- 2 replicas / 1 replica: **{two / one:.2f}x** (target >= 1.7x: "
               f"{'met' if two / one >= 1.7 else 'not met'})",
@@ -93,8 +128,21 @@ def report(figures: dict[str, tuple[list[loadgen.WrkResult], float]], rounds: in
               "what Ray's proxy and its extra hop cost)",
               "- A load average above 2 means other work shared the 2 cores: a system of more "
               "processes (Ray's proxy, controller, replicas) then gets a larger share of the "
-              "CPU than plain `cogserve serve`, which skews both ratios.", ""]
-    return "\n".join(lines)
+              "CPU than plain `cogserve serve`, which skews both ratios.", "",
+              "CPU ms per request answered (user + system time of each part during the measured "
+              "runs; the rest: Ray's GCS, raylet, controller, agents and log monitor, and the "
+              "`cogserve` command itself):", "",
+              "| system | " + " | ".join(parts) + " | total |",
+              "|---" * (len(parts) + 2) + "|"]
+    for name, m in figures.items():
+        cells = " | ".join(f"{m.cpu_ms[p]:.1f}" if m.cpu_ms[p] else "-" for p in parts)
+        lines.append(f"| {name} | {cells} | {sum(m.cpu_ms.values()):.1f} |")
+    two_cpu = sum(figures[two_name].cpu_ms.values())
+    ceiling = 2 * 1000 / two_cpu  # both cores busy with nothing but this system
+    lines += ["", f"- The CPU ceiling of 2 replicas on 2 cores at {two_cpu:.1f} ms per request: "
+              f"{ceiling:.0f} req/s, {ceiling / one:.2f}x the 1-replica rate (wrk's own CPU not "
+              "counted)"]
+    return "\n".join(lines) + "\n\n"  # a blank line before the next section
 
 
 def write(section: str) -> None:
