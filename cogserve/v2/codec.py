@@ -13,7 +13,6 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from dataclasses import dataclass
 from enum import StrEnum
 from itertools import chain
 from typing import Any
@@ -41,34 +40,49 @@ class Family(StrEnum):
     BYTES = "bytes"
 
 
-@dataclass(frozen=True)
-class Datatype:
-    name: str
+class Datatype(StrEnum):
+    """A V2 datatype: the member is its wire name (a str, so it goes into JSON and
+    messages as it is), and carries how its elements are packed."""
+
     size: int  # bytes per element; 0 for BYTES (length-prefixed)
     code: str  # array typecode ("e" means struct's half float; "?" bool; "" bytes)
     family: Family
 
+    def __new__(cls, name: str, size: int, code: str, family: Family) -> Datatype:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.size = size
+        member.code = code
+        member.family = family
+        return member
 
-DATATYPES: dict[str, Datatype] = {d.name: d for d in (
-    Datatype("BOOL", 1, "?", Family.BOOL),
-    Datatype("UINT8", 1, "B", Family.UINT), Datatype("UINT16", 2, "H", Family.UINT),
-    Datatype("UINT32", 4, "I", Family.UINT), Datatype("UINT64", 8, "Q", Family.UINT),
-    Datatype("INT8", 1, "b", Family.INT), Datatype("INT16", 2, "h", Family.INT),
-    Datatype("INT32", 4, "i", Family.INT), Datatype("INT64", 8, "q", Family.INT),
-    Datatype("FP16", 2, "e", Family.FLOAT), Datatype("FP32", 4, "f", Family.FLOAT),
-    Datatype("FP64", 8, "d", Family.FLOAT),
-    Datatype("BYTES", 0, "", Family.BYTES),
-)}
+    BOOL = ("BOOL", 1, "?", Family.BOOL)
+    UINT8 = ("UINT8", 1, "B", Family.UINT)
+    UINT16 = ("UINT16", 2, "H", Family.UINT)
+    UINT32 = ("UINT32", 4, "I", Family.UINT)
+    UINT64 = ("UINT64", 8, "Q", Family.UINT)
+    INT8 = ("INT8", 1, "b", Family.INT)
+    INT16 = ("INT16", 2, "h", Family.INT)
+    INT32 = ("INT32", 4, "i", Family.INT)
+    INT64 = ("INT64", 8, "q", Family.INT)
+    FP16 = ("FP16", 2, "e", Family.FLOAT)
+    FP32 = ("FP32", 4, "f", Family.FLOAT)
+    FP64 = ("FP64", 8, "d", Family.FLOAT)
+    BYTES = ("BYTES", 0, "", Family.BYTES)
+
+
+_BY_NAME: dict[str, Datatype] = {d.value: d for d in Datatype}  # a constant table
 _FP32_MAX = 3.4028234663852886e38
 _SWAP = sys.byteorder != "little"  # the wire format is little-endian
 _LEN = struct.Struct("<I")
 
 
 def datatype(name: Any, where: str) -> Datatype:
-    found = DATATYPES.get(name) if isinstance(name, str) else None
+    """The datatype a request names (its exact wire name), or a TensorError."""
+    found = _BY_NAME.get(name) if isinstance(name, str) else None
     if found is None:
         raise TensorError(f"{where}: unknown datatype {name!r}; use one of "
-                          f"{', '.join(DATATYPES)}")
+                          f"{', '.join(_BY_NAME)}")
     return found
 
 
@@ -159,7 +173,7 @@ def read_tensor(spec: Any, binary: memoryview, offset: int) -> tuple[Tensor, int
                               f"request body ({len(binary) - offset} bytes left)")
         raw = binary[offset:offset + size]
         if dtype.size and size != count * dtype.size:
-            raise TensorError(f"{where}: shape {shape} of {dtype.name} needs "
+            raise TensorError(f"{where}: shape {shape} of {dtype} needs "
                               f"{count * dtype.size} bytes, got binary_data_size {size}")
         if not dtype.size:  # BYTES: split the length-prefixed elements now
             items = [bytes(b) for b in _split_bytes(raw, count, where)]
@@ -186,7 +200,7 @@ def pack(dtype: Datatype, items: list[Any], where: str) -> bytes:
         if dtype.family is Family.BYTES:
             return b"".join(_LEN.pack(len(b)) + b for b in (_as_bytes(v, where) for v in items))
         if dtype.family in (Family.INT, Family.UINT) and any(type(v) is bool for v in items):
-            raise TensorError(f"{where}: a boolean is not a {dtype.name} value")
+            raise TensorError(f"{where}: a boolean is not a {dtype} value")
         if code == "e":
             return struct.pack(f"<{len(items)}e", *items)  # raises OverflowError past 65504
         packed = array(code, items)
@@ -195,11 +209,11 @@ def pack(dtype: Datatype, items: list[Any], where: str) -> bytes:
     except TensorError:
         raise
     except OverflowError:
-        raise TensorError(f"{where}: a value is out of range for {dtype.name} "
+        raise TensorError(f"{where}: a value is out of range for {dtype} "
                           f"({_range(dtype)})") from None
     except (TypeError, struct.error) as exc:
         bad = _first_bad(items, dtype)
-        detail = f"{bad!r} is not a {dtype.name} value" if bad is not None else str(exc)
+        detail = f"{bad!r} is not a {dtype} value" if bad is not None else str(exc)
         raise TensorError(f"{where}: {detail}") from None
     if _SWAP:  # pragma: no cover - big-endian hosts only
         packed.byteswap()
@@ -293,7 +307,7 @@ def _short(value: Any) -> str:
 def output_tensor(name: str, dtype: Datatype, shape: list[int], items: list[Any],
                   binary: bool) -> tuple[dict[str, Any], bytes | None]:
     """A response output: JSON `data`, or a `binary_data_size` parameter and its bytes."""
-    out: dict[str, Any] = {"name": name, "datatype": dtype.name, "shape": shape}
+    out: dict[str, Any] = {"name": name, "datatype": dtype, "shape": shape}
     if binary:
         blob = pack(dtype, items, f"output {name!r}")
         out["parameters"] = {"binary_data_size": len(blob)}

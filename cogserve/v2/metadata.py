@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from cogserve import jsoncodec
-from cogserve.v2.codec import DATATYPES, Datatype, Family, Tensor, TensorError
+from cogserve.v2.codec import Datatype, Family, Tensor, TensorError, datatype
 from cogserve.validation import resolve
 
 
@@ -45,9 +45,9 @@ class ElementKind(StrEnum):
 
 
 # element kind -> V2 datatype when the schema says nothing more precise
-_KIND_DATATYPE = {ElementKind.INT: "INT64", ElementKind.FLOAT: "FP64",
-                  ElementKind.BOOL: "BOOL", ElementKind.STR: "BYTES",
-                  ElementKind.FILE: "BYTES", ElementKind.JSON: "BYTES"}
+_KIND_DATATYPE = {ElementKind.INT: Datatype.INT64, ElementKind.FLOAT: Datatype.FP64,
+                  ElementKind.BOOL: Datatype.BOOL, ElementKind.STR: Datatype.BYTES,
+                  ElementKind.FILE: Datatype.BYTES, ElementKind.JSON: Datatype.BYTES}
 # element kind -> datatype families a request may use for it
 _ACCEPTS = {ElementKind.INT: {Family.INT, Family.UINT},
             ElementKind.FLOAT: {Family.INT, Family.UINT, Family.FLOAT},
@@ -63,7 +63,7 @@ class TensorSpec:
     name: str
     layout: Layout
     kind: ElementKind
-    datatype: str | None  # None: any datatype (an undeclared ndarray)
+    datatype: Datatype | None  # None: any datatype (an undeclared ndarray)
     dims: tuple[int, ...] | None  # declared tensor shape; None: any
     required: bool = False
 
@@ -72,7 +72,7 @@ class TensorSpec:
             dims = list(self.dims) if self.dims is not None else [-1]
         else:
             dims = [-1] if self.layout is Layout.LIST else [1]
-        return {"name": self.name, "datatype": self.datatype or "FP64", "shape": dims}
+        return {"name": self.name, "datatype": self.datatype or Datatype.FP64, "shape": dims}
 
 
 _JSON_KIND = {"integer": ElementKind.INT, "number": ElementKind.FLOAT,
@@ -97,7 +97,9 @@ def tensor_spec(name: str, prop: dict[str, Any], components: dict[str, Any],
     ext = prop.get("x-cogserve-tensor")
     if ext is not None:
         dims = ext.get("shape")
-        return TensorSpec(name, Layout.TENSOR, ElementKind.TENSOR, ext.get("datatype"),
+        declared = ext.get("datatype")  # a name cogserve.types checked, or None
+        return TensorSpec(name, Layout.TENSOR, ElementKind.TENSOR,
+                          datatype(declared, f"the model's {name!r}") if declared else None,
                           tuple(dims) if dims is not None else None, required)
     if prop.get("type") == "array":
         kind = _element_kind(prop.get("items") or {}, components)
@@ -110,7 +112,7 @@ def tensor_spec(name: str, prop: dict[str, Any], components: dict[str, Any],
 class PackedTensor:
     """A tensor input ready for the worker; validated as a list, sent as bytes."""
 
-    datatype: str
+    datatype: Datatype
     shape: list[int]
     raw: bytes | None = None  # little-endian elements
     items: list[bytes] | None = None  # BYTES elements
@@ -152,7 +154,7 @@ class ModelMetadata:
         if spec.layout is Layout.TENSOR:
             return self._packed(spec, tensor)
         if tensor.dtype.family not in _ACCEPTS[spec.kind]:
-            raise TensorError(f"{where}: datatype {tensor.dtype.name} does not fit this input "
+            raise TensorError(f"{where}: datatype {tensor.dtype} does not fit this input "
                               f"(expected {spec.datatype})")
         if spec.layout is Layout.SCALAR and tensor.count != 1:
             raise TensorError(f"{where}: takes one element (shape [1]); got shape "
@@ -162,8 +164,8 @@ class ModelMetadata:
 
     def _packed(self, spec: TensorSpec, tensor: Tensor) -> PackedTensor:
         where = tensor.where
-        if spec.datatype is not None and tensor.dtype.name != spec.datatype:
-            raise TensorError(f"{where}: datatype {tensor.dtype.name} does not match the "
+        if spec.datatype is not None and tensor.dtype is not spec.datatype:
+            raise TensorError(f"{where}: datatype {tensor.dtype} does not match the "
                               f"model's {spec.datatype}")
         if spec.dims is not None and (
             len(spec.dims) != len(tensor.shape)
@@ -172,9 +174,9 @@ class ModelMetadata:
             raise TensorError(f"{where}: shape {tensor.shape} does not match the model's "
                               f"{list(spec.dims)}")
         if tensor.dtype.family is Family.BYTES:
-            return PackedTensor(tensor.dtype.name, tensor.shape,
+            return PackedTensor(tensor.dtype, tensor.shape,
                                 items=[_raw(v) for v in tensor.values()])
-        return PackedTensor(tensor.dtype.name, tensor.shape, raw=tensor.packed())
+        return PackedTensor(tensor.dtype, tensor.shape, raw=tensor.packed())
 
     # ------------------------------------------------------------ responses
 
@@ -239,13 +241,12 @@ def _to_tensor(spec: TensorSpec, value: Any) -> tuple[Datatype, list[int], list[
             shape.append(len(probe))
             probe = probe[0] if probe else None
         items = _flatten(value) if shape else [value]
-        name = spec.datatype or _infer_datatype(items)
-        return DATATYPES[name], shape, items
+        return spec.datatype or _infer_datatype(items), shape, items
     if spec.layout is Layout.LIST:
         items = value if isinstance(value, list) else [value]
-        return DATATYPES[spec.datatype or "BYTES"], [len(items)], [
+        return spec.datatype or Datatype.BYTES, [len(items)], [
             _out_element(spec.kind, v) for v in items]
-    return DATATYPES[spec.datatype or "BYTES"], [1], [_out_element(spec.kind, value)]
+    return spec.datatype or Datatype.BYTES, [1], [_out_element(spec.kind, value)]
 
 
 def _flatten(value: list[Any]) -> list[Any]:
@@ -260,14 +261,14 @@ def _flatten(value: list[Any]) -> list[Any]:
     return out
 
 
-def _infer_datatype(items: list[Any]) -> str:
+def _infer_datatype(items: list[Any]) -> Datatype:
     if items and all(type(v) is bool for v in items):
-        return "BOOL"
+        return Datatype.BOOL
     if all(type(v) is int for v in items):
-        return "INT64"
+        return Datatype.INT64
     if all(isinstance(v, int | float) and type(v) is not bool for v in items):
-        return "FP64"
-    return "BYTES"
+        return Datatype.FP64
+    return Datatype.BYTES
 
 
 def _out_element(kind: ElementKind, value: Any) -> Any:
