@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -124,13 +125,24 @@ def test_both_apis_work_through_rays_proxy(ray_server):
     assert c.get("/v2/health/ready").json() == {"ready": True}
 
 
-def test_a_response_beyond_grpcs_4_mb_default_passes_the_proxy(ray_server):
-    # the replica answers the proxy over Ray Serve's gRPC transport (SERVE_ENVIRONMENT),
-    # whose messages Ray caps at 4 MB unless told otherwise
-    size = 5 * 1024 * 1024
-    r = ray_server.client.post("/predictions", json={"input": {"n": 1, "size": size}})
-    assert r.status_code == 200, r.text[:500]
-    assert r.json()["output"] == ["tok0" + "x" * size]
+def test_a_client_that_goes_away_cancels_its_sync_prediction_through_the_proxy(ray_server):
+    c = ray_server.client
+    ident = f"gone-{time.monotonic_ns()}"
+    body = b'{"input": {"n": 400, "delay": 0.05}}'
+    sock = socket.create_connection(("127.0.0.1", ray_server.port))
+    try:
+        sock.sendall(f"PUT /predictions/{ident} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     f"application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        deadline = time.monotonic() + 30
+        while c.get(f"/predictions/{ident}").json().get("status") != "processing":
+            assert time.monotonic() < deadline, "the prediction never started"
+            time.sleep(0.05)
+    finally:
+        sock.close()
+    deadline = time.monotonic() + 30
+    while (state := c.get(f"/predictions/{ident}").json())["status"] != "canceled":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.05)
 
 
 def test_async_with_webhook_and_generated_ids_find_their_replica(ray_server):

@@ -32,21 +32,6 @@ OBJECT_STORE_BYTES = 200 * 1024 * 1024  # requests are small; Ray's default is 3
 # id; `observability.requests`), so Ray's would log every request twice more, at a CPU cost
 # per request in the proxy, the replica and Ray's log monitor. Ray's other logs stay on.
 LOGGING = {"enable_access_log": False}
-# Ray Serve settings of the local cluster `cogserve ray` starts (on an existing cluster
-# they are the cluster's: set them in its nodes' environment). Ray reads them in each
-# process it starts, so they are put in this process's environment before Ray starts; a
-# value the user exported wins.
-SERVE_ENVIRONMENT = {
-    # proxy -> replica over Ray Serve's documented gRPC transport instead of Ray actor
-    # calls ("Interdeployment gRPC Transport"): it skips Ray's actor scheduler and object
-    # store, which for small requests like predictions is most of the proxy's and the
-    # replica's CPU per request (measured: bench/ray_scaling, docs/deploy.md).
-    "RAY_SERVE_PROXY_USE_GRPC": "1",
-    # ... whose messages Ray caps at gRPC's 4 MB by default: a response (an output with
-    # files as data URLs) may be larger, and Ray's actor path has no such cap, so the
-    # cap is gRPC's largest (2 GiB - 1), as Ray's own gRPC ingress uses
-    "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1),
-}
 
 
 @dataclass
@@ -123,8 +108,6 @@ def run(options: Options) -> None:
     if options.address:
         ray.init(address=options.address, include_dashboard=False)
     else:  # logical CPUs: room for every replica and one replacement at a time
-        for name, value in SERVE_ENVIRONMENT.items():
-            os.environ.setdefault(name, value)
         wanted = math.ceil(options.num_cpus * (max(options.replicas, _max_replicas(options)) + 1))
         _start_local(ray, num_cpus=max(os.cpu_count() or 1, wanted), include_dashboard=False,
                      object_store_memory=OBJECT_STORE_BYTES)
