@@ -182,17 +182,22 @@ def _refuse(errors: Errors, validator: InputValidator) -> None:
             raise InputError(f"unknown input {_quote(unknown[0])}; {suffix}")
         raise InputError(f"unknown inputs {', '.join(map(_quote, unknown))}; {suffix}")
     for e in errors:  # JSON Schema has no null for a typed input (cog ignores `nullable`)
-        if e.kind is ErrorKind.INVALID and e.value is None and "." not in e.field:
+        if e.kind is ErrorKind.INVALID and e.value is None and "/" not in e.field:
             raise InputError(f"invalid input {_quote(e.field)}: must not be null (omit the "
                              "input to use its default)")
+    # a wrong type is what cog predict names first (the HTTP answer lists `enum` before it)
+    mistyped = {e.field for e in errors if e.rule is Rule.TYPE}
     messages: list[str] = []
     reported: set[str] = set()
     for e in errors:
         if e.kind is ErrorKind.MISSING:
             messages.append(f"missing required input {_quote(e.field)}")
-        elif (name := e.field.partition(".")[0]) not in reported:
+        elif e.field in mistyped and e.rule is not Rule.TYPE:
+            continue
+        elif (name := e.field.partition("/")[0]) not in reported:
             reported.add(name)
-            messages.append(f"invalid input {_quote(e.field)}: {_reason(e)}")
+            # an item is `words/1` in the HTTP answer, `words.1` in cog predict's words
+            messages.append(f"invalid input {_quote(e.field.replace('/', '.'))}: {_reason(e)}")
     if len(messages) == 1:
         raise InputError(messages[0])
     if messages:

@@ -53,7 +53,7 @@ class FieldError(tuple[str, str]):
 
     A pair, so callers read it as `for field, message in errors`; `kind` rides along, and
     for an input's value the `rule` it breaks, the `value` and the rule's `limit`.
-    `field` is dotted for nested places (`words.2`), "" for the input as a whole.
+    `field` is `name/index` for an array's item (`words/2`), "" for the input as a whole.
     """
 
     kind: ErrorKind
@@ -79,7 +79,7 @@ class FieldError(tuple[str, str]):
         return self[1]
 
     def at(self, field: str) -> FieldError:
-        """The same error placed at another field (an array's item: `words` → `words.2`)."""
+        """The same error placed at another field (an array's item: `words` → `words/2`)."""
         return FieldError(field, self.message, self.kind, rule=self.rule, value=self.value,
                           limit=self.limit)
 
@@ -137,7 +137,9 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
     prop = resolve(prop, components)
     if "x-cogserve-tensor" in prop:
         return _tensor_check(name)
-    checks: list[Check] = []
+    # (keyword, check): run in the keywords' byte order, which is the order the reference
+    # (the jsonschema crate over a sorted map) reports one value's errors in
+    checks: list[tuple[str, Check]] = []
 
     if "anyOf" in prop:
         members = [compile_property(name, m, components) for m in prop["anyOf"]]
@@ -152,7 +154,7 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                                      "schemas listed in the 'anyOf' keyword",
                                      rule=Rule.ANY_OF, value=value))
 
-        checks.append(any_of)
+        checks.append(("anyOf", any_of))
 
     jtype = prop.get("type")
     if jtype is not None:
@@ -181,11 +183,12 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
         shown = ",".join(show(v) for v in allowed)
 
         def enum_check(value: Any, errors: Errors) -> None:
-            if (type(value), value) not in allowed_set:
+            # it also meets values of the wrong type: an object or array is never a choice
+            if isinstance(value, dict | list) or (type(value), value) not in allowed_set:
                 errors.append(FieldError(name, f"{show(value)} is not one of [{shown}]",
                                          rule=Rule.ENUM, value=value, limit=allowed))
 
-        checks.append(enum_check)
+        checks.append(("enum", enum_check))
     if "minimum" in prop:
         lo = prop["minimum"]
 
@@ -195,7 +198,7 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                     name, f"{show(value)} is less than the minimum of {show(lo)}",
                     rule=Rule.MINIMUM, value=value, limit=lo))
 
-        checks.append(min_check)
+        checks.append(("minimum", min_check))
     if "maximum" in prop:
         hi = prop["maximum"]
 
@@ -205,15 +208,15 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                     name, f"{show(value)} is greater than the maximum of {show(hi)}",
                     rule=Rule.MAXIMUM, value=value, limit=hi))
 
-        checks.append(max_check)
+        checks.append(("maximum", max_check))
     for key, word, cmp in (
-        ("minLength", "is shorter than {} characters", lambda n, lim: n < lim),
-        ("maxLength", "is longer than {} characters", lambda n, lim: n > lim),
-        ("minItems", "has fewer than {} items", lambda n, lim: n < lim),
-        ("maxItems", "has more than {} items", lambda n, lim: n > lim),
+        ("minLength", "is shorter than {} character", lambda n, lim: n < lim),
+        ("maxLength", "is longer than {} character", lambda n, lim: n > lim),
+        ("minItems", "has less than {} item", lambda n, lim: n < lim),
+        ("maxItems", "has more than {} item", lambda n, lim: n > lim),
     ):
         if key in prop:
-            checks.append(_length_check(name, prop[key], word, cmp, Rule(key)))
+            checks.append((key, _length_check(name, prop[key], word, cmp, Rule(key))))
     if "pattern" in prop:
         pattern = re.compile(prop["pattern"])
         raw = prop["pattern"]
@@ -223,7 +226,7 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                 errors.append(FieldError(name, f"{show(value)} does not match {show(raw)}",
                                          rule=Rule.PATTERN, value=value, limit=raw))
 
-        checks.append(pattern_check)
+        checks.append(("pattern", pattern_check))
     if jtype == "array" and prop.get("items"):
         item_check = compile_property(name, prop["items"], components)
 
@@ -232,33 +235,48 @@ def compile_property(name: str, prop: dict[str, Any], components: dict[str, Any]
                 before = len(errors)
                 item_check(item, errors)
                 for i in range(before, len(errors)):
-                    errors[i] = errors[i].at(f"{name}.{index}")
+                    # the reference's location of an item: `words/1`, one string
+                    errors[i] = errors[i].at(f"{name}/{index}")
 
-        checks.append(items_check)
+        checks.append(("items", items_check))
     if jtype == "string" and prop.get("format") == "uri":
-        checks.append(_uri_check(name))
+        checks.append(("format", _uri_check(name)))
+    checks.sort(key=lambda keyword_check: keyword_check[0])
+    ordered = [check for _, check in checks]
 
     if type_check is None:
-        if not checks:
+        if not ordered:
             return _accept
-        if len(checks) == 1:
-            return checks[0]
+        if len(ordered) == 1:
+            return ordered[0]
 
         def all_checks(value: Any, errors: Errors) -> None:
-            for check in checks:
+            for check in ordered:
                 check(value, errors)
 
         return all_checks
 
-    if not checks:
+    if not ordered:
         return type_check  # type: ignore[return-value]
+    # a value of the wrong type still meets the keywords that apply to any type
+    # ("type" sorts after them all, so its error comes last, as the reference's does)
+    any_type = [check for keyword, check in checks if keyword in _ANY_TYPE_KEYWORDS]
 
     def typed(value: Any, errors: Errors) -> None:
         if type_check(value, errors):
-            for check in checks:
+            for check in ordered:
                 check(value, errors)
+            return
+        if any_type:
+            type_error = errors.pop()
+            for check in any_type:
+                check(value, errors)
+            errors.append(type_error)
 
     return typed
+
+
+_ANY_TYPE_KEYWORDS = frozenset({"anyOf", "enum"})
 
 
 def _accept(value: Any, errors: Errors) -> None:
@@ -285,10 +303,12 @@ def _tensor_check(name: str) -> Check:
 
 def _length_check(name: str, limit: int, word: str, cmp: Callable[[int, int], bool],
                   rule: Rule) -> Check:
+    plural = "" if limit == 1 else "s"  # the reference's wording: "1 character", "2 items"
+
     def check(value: Any, errors: Errors) -> None:
         if cmp(len(value), limit):
-            errors.append(FieldError(name, f"{show(value)} {word.format(limit)}", rule=rule,
-                                     value=value, limit=limit))
+            errors.append(FieldError(name, f"{show(value)} {word.format(limit)}{plural}",
+                                     rule=rule, value=value, limit=limit))
 
     return check
 

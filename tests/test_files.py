@@ -160,7 +160,7 @@ def test_download_failure_fails_the_prediction_naming_the_input(inputs, hub, cas
     ("data:text/plain", "malformed data URL: no comma"),
 ])
 def test_unfetchable_file_inputs_are_422_before_run(inputs, value, message):
-    for payload, loc in (({"p": value}, ["p"]), ({"ps": ["data:,ok", value]}, ["ps", 1])):
+    for payload, loc in (({"p": value}, ["p"]), ({"ps": ["data:,ok", value]}, ["ps/1"])):
         r = inputs.client.post("/predictions", json={"input": payload})
         assert r.status_code == 422, r.text
         detail = r.json()["detail"]

@@ -55,9 +55,9 @@ def test_wrong_types_name_the_field(validator, field, value, message):
     ("ratio", 1.5, "1.5 is greater than the maximum of 1.0"),
     ("ratio", -0.1, "-0.1 is less than the minimum of 0.0"),
     ("text", "ABC", '"ABC" does not match "^[a-z]+$"'),
-    ("text", "", '"" is shorter than 1 characters | "" does not match "^[a-z]+$"'),
+    ("text", "", '"" is shorter than 1 character | "" does not match "^[a-z]+$"'),
     ("text", "abcdefghij", '"abcdefghij" is longer than 8 characters'),
-    ("words", [], "[] has fewer than 1 items"),
+    ("words", [], "[] has less than 1 item"),
     ("color", "pink", '"pink" is not one of ["red","green","blue"]'),
     ("size", 7, "7 is not one of [1,2,3]"),
     ("mode", "medium", '"medium" is not one of ["fast","slow"]'),
@@ -70,17 +70,23 @@ def test_constraints_and_choices(validator, field, value, message):
 
 def test_list_items_are_checked_one_by_one(validator):
     assert verdict(validator, numbers=[1, -1, "x"]) == {
-        "numbers.1": "-1 is less than the minimum of 0",
-        "numbers.2": '"x" is not of type "integer"',
+        "numbers/1": "-1 is less than the minimum of 0",
+        "numbers/2": '"x" is not of type "integer"',
     }
     assert verdict(validator, files=["https://a/b", "/etc/passwd"]) == {
-        "files.1": '"/etc/passwd" is not a URL: file inputs must be http://, https:// or '
+        "files/1": '"/etc/passwd" is not a URL: file inputs must be http://, https:// or '
                    "data: URLs"}
 
 
-def test_a_value_of_the_wrong_type_gets_only_the_type_error(validator):
-    # the reference also adds `is not one of`; the type error alone says what to fix
-    assert verdict(validator, size="1") == {"size": '"1" is not of type "integer"'}
+def test_a_value_of_the_wrong_type_also_meets_enum_first(validator):
+    # as the reference: `enum` applies to a value of any type, and sorts before `type`
+    assert verdict(validator, size="1") == {
+        "size": '"1" is not one of [1,2,3] | "1" is not of type "integer"'}
+    # an object or array is no choice either (and cannot be looked up in the set: a 500)
+    assert verdict(validator, mode={}) == {
+        "mode": '{} is not one of ["fast","slow"] | {} is not of type "string"'}
+    assert verdict(validator, size=[1]) == {
+        "size": '[1] is not one of [1,2,3] | [1] is not of type "integer"'}
 
 
 def test_unions_accept_any_member_and_name_the_field_otherwise(validator):
@@ -108,7 +114,8 @@ def test_required_and_unknown_fields(validator):
 
 def test_every_error_at_once_sorted_by_field_then_missing_ones(validator):
     errors = validator.validate({"size": 9, "count": "x", "zzz": 1, "color": 1})
-    assert [field for field, _ in errors] == ["color", "count", "size", "zzz", "text"]
+    # `color: 1` is both not a choice and not a string: two errors, as the reference gives
+    assert [field for field, _ in errors] == ["color", "color", "count", "size", "zzz", "text"]
     assert errors[-1] == ("text", "Field required")
 
 
@@ -138,7 +145,7 @@ def test_server_answers_422_with_every_error_and_model_gets_converted_values(ser
     detail = r.json()["detail"]
     assert [d["loc"] for d in detail] == [
         ["body", "input", "bogus"], ["body", "input", "color"], ["body", "input", "count"],
-        ["body", "input", "maybe"], ["body", "input", "numbers", 1], ["body", "input", "text"]]
+        ["body", "input", "maybe"], ["body", "input", "numbers/1"], ["body", "input", "text"]]
     assert detail[-1] == {"loc": ["body", "input", "text"], "msg": "Field required",
                           "type": "value_error.missing"}
     assert detail[2]["msg"] == "50 is greater than the maximum of 10"

@@ -99,14 +99,16 @@ export class RunPanel {
   }
 
   showFieldErrors(detail) {
-    // FastAPI-style 422: [{loc: ["body", "input", name, ...], msg}]; anything else on top
+    // Cog's 422: [{loc: ["body", "input", name], msg}], a list item as "name/index";
+    // anything else on top
     const general = [];
     const byField = new Map(); // a field may fail several checks (list items): show them all
     for (const item of Array.isArray(detail) ? detail : []) {
       const loc = item.loc || [];
-      const field = loc[1] === "input" ? this.fields.find((f) => f.name === loc[2]) : null;
+      const [name, ...place] = loc[1] === "input" ? String(loc[2]).split("/") : [];
+      const field = name === undefined ? null : this.fields.find((f) => f.name === name);
       if (field) {
-        const where = loc.slice(3).join(".");
+        const where = place.join(".");
         byField.set(field, [...(byField.get(field) || []), where ? `${where}: ${item.msg}` : item.msg]);
       } else {
         general.push(`${loc.slice(1).join(".") || "request"}: ${item.msg}`);

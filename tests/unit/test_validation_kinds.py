@@ -19,7 +19,7 @@ def test_each_error_has_its_kind_and_is_still_a_field_message_pair() -> None:
     errors = InputValidator(SCHEMA).validate({"count": 0, "bogus": 1, "words": ["a", 2]})
     assert [(e.field, e.kind) for e in errors] == [
         ("bogus", ErrorKind.UNEXPECTED), ("count", ErrorKind.INVALID),
-        ("words.1", ErrorKind.INVALID), ("text", ErrorKind.MISSING)]
+        ("words/1", ErrorKind.INVALID), ("text", ErrorKind.MISSING)]
     field, message = errors[1]
     assert (field, message) == ("count", "0 is less than the minimum of 1")
     assert errors[-1] == ("text", "Field required")
@@ -40,5 +40,5 @@ def test_an_invalid_value_names_the_rule_it_breaks_with_its_limit() -> None:
     errors = InputValidator(SCHEMA).validate({"text": 5, "count": 0, "words": ["a", 2]})
     assert [(e.field, e.rule, e.value, e.limit) for e in errors] == [
         ("count", Rule.MINIMUM, 0, 1), ("text", Rule.TYPE, 5, "string"),
-        ("words.1", Rule.TYPE, 2, "string")]
+        ("words/1", Rule.TYPE, 2, "string")]
     assert FieldError("x", "bad").rule is None
