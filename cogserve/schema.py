@@ -216,19 +216,20 @@ def _ok(ref: str) -> dict[str, Any]:
             "content": {"application/json": {"schema": {"$ref": ref}}},
         },
         "422": {
-            "description": "Validation Error",
+            "description": "Validation Error (a body of the wrong shape: text/plain, as Cog's)",
             "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}
+                "application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}},
+                **_TEXT,
             },
         },
-        **_errors("400", "401", "404", "406", "409", "413", "503"),
+        **_errors("401", "404", "406", "409", "413", "503"),
+        **_texts("400", "415"),
     }
 
 
 # The statuses cogserve answers besides the ones Cog's document lists, so the document
 # and the behaviour agree (a response-schema fuzzer flagged each as undocumented).
 _ERROR_STATUSES = {
-    "400": "Bad Request: the body is not JSON",
     "401": "Unauthorized: COGSERVE_AUTH_TOKEN is set and the request lacks it",
     "403": "Forbidden: the route is disabled",
     "404": "Not Found",
@@ -242,6 +243,24 @@ _ERROR_STATUSES = {
 def _errors(*statuses: str) -> dict[str, Any]:
     return {status: {"description": _ERROR_STATUSES[status], "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/ErrorResponse"}}}} for status in statuses}
+
+
+# A body that cannot be read is answered in text/plain, as Cog (coglet) answers it
+_TEXT = {"text/plain": {"schema": {"type": "string"}}}
+_TEXT_STATUSES = {
+    "400": "Bad Request: the body is not JSON",
+    "415": "Unsupported Media Type: a Content-Type that is not JSON",
+}
+
+
+def _texts(*statuses: str) -> dict[str, Any]:
+    return {status: {"description": _TEXT_STATUSES[status], "content": _TEXT}
+            for status in statuses}
+
+
+# cancel of an id that is neither running nor recently finished: 404 with `{}`, as Cog's
+_UNKNOWN_ID = {"404": {"description": "Not Found: no such id", "content": {"application/json": {
+    "schema": {"title": "Unknown Id", "type": "object"}}}}}
 
 
 def _plain(title: str) -> dict[str, Any]:
@@ -284,7 +303,7 @@ _PREDICTION_PATHS: dict[str, Any] = {
         "operationId": "cancel_predictions__prediction_id__cancel_post",
         "parameters": [_id_param("prediction_id", "Prediction ID")],
         "responses": {**_plain("Response Cancel Predictions  Prediction Id  Cancel Post"),
-                      "422": _ok("")["422"], **_errors("401", "404")}}},
+                      "422": _ok("")["422"], **_errors("401"), **_UNKNOWN_ID}}},
     "/shutdown": {"post": {"summary": "Start Shutdown", "operationId": "start_shutdown_shutdown_post",
                            "responses": {**_plain("Response Start Shutdown Shutdown Post"),
                                          **_errors("401", "403")}}},
@@ -374,5 +393,5 @@ def _training_paths() -> dict[str, Any]:
             "summary": "Cancel Training", "operationId": "cancel_training_trainings__training_id__cancel_post",
             "parameters": [_id_param("training_id", "Training ID")],
             "responses": {**_plain("Response Cancel Training Trainings  Training Id  Cancel Post"),
-                          "422": _ok("")["422"], **_errors("401", "404")}}},
+                          "422": _ok("")["422"], **_errors("401"), **_UNKNOWN_ID}}},
     }

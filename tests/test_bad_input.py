@@ -31,7 +31,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize("body,status,phrase", [
     (b'{"input":{"name":"\xff\xfe"}}', 400, "not valid UTF-8"),
     (b'{"input":{"name":"\\ud800"}}', 400, "surrogate"),
-    (b'{"input":{"times":NaN}}', 400, "not valid JSON"),
+    (b'{"input":{"times":NaN}}', 400, "Failed to parse the request body as JSON"),
     (b'{"input":{"times":1e400}}', 400, "infinity"),
     (b'{"input":{"name":' + b"[" * 100_000 + b"]" * 100_000 + b"}}", 400, "depth"),
     # over 1 MiB: the other JSON parser, which ran into RecursionError (a 500)
@@ -46,7 +46,7 @@ def test_malformed_bodies_get_a_clear_error(serve, body, status, phrase):
     r = server.client.post("/predictions", content=body,
                            headers={"content-type": "application/json"})
     assert r.status_code == status, r.text
-    assert phrase in str(r.json())
+    assert phrase in (r.text if r.status_code == 400 else str(r.json()))
     assert server.predict(name="after").json()["output"] == "hello after"
 
 
@@ -54,7 +54,8 @@ def test_input_too_deep_to_pass_on_is_refused_without_losing_the_slot(serve):
     server = serve("bad_outputs")
     deep = b'{"input":{"data":' + b'{"a":' * 300 + b"1" + b"}" * 300 + b"}}"
     for _ in range(3):  # the slot was taken and never given back: 500, then 409 forever
-        r = server.client.post("/predictions", content=deep)
+        r = server.client.post("/predictions", content=deep,
+                               headers={"content-type": "application/json"})
         assert r.status_code == 422, r.text
         assert r.json()["detail"][0]["loc"] == ["body", "input"]
         assert "cannot be passed to the model" in r.json()["detail"][0]["msg"]
@@ -98,7 +99,7 @@ def test_head_is_get_without_a_body(serve):
         assert int(r.headers["content-length"]) > 0
     r = server.client.delete("/health-check")
     assert r.status_code == 405
-    assert r.headers["allow"] == "GET, HEAD"
+    assert r.headers["allow"] == "GET,HEAD"  # as coglet (axum) writes it
     assert server.client.head("/predictions").headers["allow"] == "POST"
     # no body bytes follow a HEAD answer on a kept-alive connection
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
@@ -132,11 +133,14 @@ def test_a_child_forked_in_setup_ends_with_the_server(serve, tmp_path):
 def test_prediction_ids_one_rule_for_body_and_path(serve):
     server = serve(HELLO)
     rule = "id must be a string of 1 to 256 characters without '/'"
-    for bad in ("", "a/b", "x" * 257, 5):
+    for bad in ("", "a/b", "x" * 257):
         r = server.client.post("/predictions", json={"id": bad})
         assert r.status_code == 422, bad
         assert r.json()["detail"][0] == {"loc": ["body", "id"], "msg": rule,
                                          "type": "value_error"}
+    r = server.client.post("/predictions", json={"id": 5})  # not a string: the body's shape
+    assert r.status_code == 422
+    assert r.text.startswith("Failed to deserialize the JSON body into the target type: id: ")
     r = server.client.put("/predictions/" + "x" * 257, json={})
     assert r.status_code == 422  # PUT took any length before
     assert r.json()["detail"][0]["loc"] == ["path", "prediction_id"]

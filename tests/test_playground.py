@@ -59,8 +59,7 @@ def test_settings_the_schema_does_not_carry(server: Server) -> None:
                                   "/docs/sub/main.js"])
 def test_unknown_files_are_404(server: Server, path: str) -> None:
     response = server.client.get(path)
-    assert response.status_code == 404
-    assert response.json() == {"error": "Not Found"}
+    assert response.status_code == 404 and response.content == b""  # as any unknown route
 
 
 def test_a_trailing_slash_is_sent_to_the_page(server: Server) -> None:
@@ -74,7 +73,7 @@ def test_only_get_and_head(server: Server) -> None:
     assert server.client.post("/docs/main.js").status_code == 405
     response = server.client.post("/docs")
     assert response.status_code == 405
-    assert response.headers["allow"] == "GET, HEAD"
+    assert response.headers["allow"] == "GET,HEAD"
 
 
 def test_root_still_points_at_the_page(server: Server) -> None:

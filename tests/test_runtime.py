@@ -64,12 +64,20 @@ def test_validation_errors_are_422_all_at_once_and_take_no_slot(serve):
 
 def test_malformed_bodies(serve):
     server = serve("sleepy")
-    r = server.client.post("/predictions", content=b'{"input":')
-    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
-    r = server.client.post("/predictions", content=b"[1,2]")
+    as_json = {"content-type": "application/json"}
+    r = server.client.post("/predictions", content=b'{"input":', headers=as_json)
+    assert r.status_code == 400 and r.headers["content-type"] == "text/plain; charset=utf-8"
+    assert r.text.startswith("Failed to parse the request body as JSON: ")
+    r = server.client.post("/predictions", content=b"[1,2]", headers=as_json)
     assert r.status_code == 422
+    assert r.text.startswith("Failed to deserialize the JSON body into the target type: ")
+    r = server.client.post("/predictions", content=b"{}", headers={"content-type": "text/plain"})
+    assert r.status_code == 415
+    assert r.text == "Expected request with `Content-Type: application/json`"
+    r = server.client.post("/predictions", content=b'{"input":{"sleep":-1}}')
+    assert r.status_code == 200, "without a Content-Type the body is not read, as by coglet"
     r = server.client.get("/nowhere")
-    assert r.status_code == 404 and r.json() == {"error": "Not Found"}
+    assert r.status_code == 404 and r.content == b"" and "content-type" not in r.headers
     r = server.client.get("/predictions")
     assert r.status_code == 405 and r.headers["allow"] == "POST"
     r = server.client.delete("/predictions/abc")

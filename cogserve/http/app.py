@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import ASGIApp, Receive, Scope, Send
 from cogserve.http.cog_routes import CogRoutes, refusal_response
-from cogserve.http.responses import HTTPError, RequestError, send_json
+from cogserve.http.responses import HTTPError, PlainError, RequestError, send_json, send_plain
 from cogserve.protocol import Mode
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.service import Service
@@ -79,11 +79,14 @@ class App:
         await self.handle(scope, receive, send)
 
     async def respond(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Route one HTTP request; refusals and unexpected errors become JSON answers."""
+        """Route one HTTP request; refusals and unexpected errors become JSON answers,
+        unknown routes and methods bodiless ones (as the reference answers them)."""
         try:
             await self._dispatch(scope, receive, send)
         except HTTPError as exc:
             await send_json(send, exc.status, exc.body, exc.headers)
+        except PlainError as exc:
+            await send_plain(send, exc)
         except RequestError as exc:
             await send_json(send, exc.status, {"error": exc.message})
         except Refusal as exc:  # mounted front ends map their own; this is Cog's routes
@@ -117,7 +120,7 @@ class App:
             if path == prefix or path.startswith(prefix + "/"):
                 await mounted(scope, receive, send)
                 return
-        raise HTTPError(404, {"error": "Not Found"})
+        raise PlainError(404)
 
     def route_of(self, path: str) -> str:
         """The route template a path matched (`/predictions/{prediction_id}`), for metrics
@@ -143,7 +146,7 @@ class App:
                                rest: str, method: str, mode: Mode = Mode.PREDICT) -> None:
         ident, _, action = rest.partition("/")
         if not ident:
-            raise HTTPError(404, {"error": "Not Found"})
+            raise PlainError(404)
         if action == "":
             if method == "PUT":
                 await self.cog.create(scope, receive, send, path_id=ident, mode=mode)
@@ -156,7 +159,7 @@ class App:
                 raise _not_allowed({"POST": None})
             await self.cog.cancel(scope, receive, send, ident, mode)
         else:
-            raise HTTPError(404, {"error": "Not Found"})
+            raise PlainError(404)
 
     async def _training_item(self, scope: Scope, receive: Receive, send: Send,
                              rest: str, method: str) -> None:
@@ -186,6 +189,8 @@ class App:
                 return
 
 
-def _not_allowed(routes: dict[str, Any]) -> HTTPError:
-    allow = ", ".join(sorted({*routes, "HEAD"} if "GET" in routes else routes)).encode()
-    return HTTPError(405, {"error": "Method Not Allowed"}, [(b"allow", allow)])
+def _not_allowed(routes: dict[str, Any]) -> PlainError:
+    """405 with no body and the methods allowed, comma-joined without spaces, as coglet
+    (axum) answers."""
+    allow = ",".join(sorted({*routes, "HEAD"} if "GET" in routes else routes)).encode()
+    return PlainError(405, None, [(b"allow", allow)])

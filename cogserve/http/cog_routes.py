@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import cogserve
+from cogserve.http import request_document
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.disconnect import wait_or_cancel
@@ -25,7 +26,6 @@ from cogserve.http.responses import (
     PREDICTION_KEY,
     HTTPError,
     header,
-    parse_json,
     read_body,
     send_json,
 )
@@ -44,14 +44,12 @@ from cogserve.runtime.service import Service, generate_id
 from cogserve.runtime.states import Status, WebhookEvent
 from cogserve.runtime.store import Finished
 from cogserve.validation import ErrorKind, FieldError
-from cogserve.validation import show as _show
 
 CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
 EARLY_CHECK_BYTES = 1024 * 1024  # bodies larger than this are checked for a slot first
 # hooks that the webhook and SSE features fill in (see `cogserve.assembly`)
 WebhookListenerFactory = Callable[[str, frozenset[WebhookEvent] | None], Listener]
 SSEHandler = Callable[[Scope, Receive, Send, Prediction, bool], Awaitable[None]]
-_EVENT_NAMES = frozenset(WebhookEvent)  # `in WebhookEvent` raises for a str on 3.11
 _ID = re.compile(r"^[^/]{1,256}$")
 _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 
@@ -134,14 +132,10 @@ class CogRoutes:
                                                " Add @cog.streaming to predict() to enable SSE."})
         if path_id is None or path_id not in service.predictions:
             _refuse_large_body_early(service, scope)
-        raw = await read_body(receive, scope, self.max_body)
-        body = parse_json(raw)
-        if body is None and not raw.strip():
-            body = {}  # no body at all: the document does not require one
-        del raw  # a big body's bytes go now, before the input is validated and re-encoded
-        if not isinstance(body, dict):  # JSON null included: the document says object
-            raise HTTPError(422, _detail([("body",), f"{_show(body)} is not of type \"object\"",
-                                          "value_error"]))
+        body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
+        if request_document.check_content_type(scope):
+            # a big body's bytes go once parsed, before the input is validated and re-encoded
+            body = request_document.parse(await read_body(receive, scope, self.max_body))
         respond_async = "respond-async" in (header(scope, b"prefer") or "")
 
         prediction_id = path_id
@@ -151,8 +145,7 @@ class CogRoutes:
                 raise HTTPError(422, _detail([("path", "prediction_id"), _ID_RULE, "value_error"]))
             if body_id is not None and body_id != path_id:
                 raise HTTPError(422, _detail([("body", "id"), "prediction ID must match the ID "
-                                              f"supplied in the URL ({body_id!r} != {path_id!r})",
-                                              "value_error"]))
+                                              "supplied in the URL", "value_error"]))
             existing = service.predictions.get(path_id)
             if existing is not None:
                 scope[PREDICTION_KEY] = existing
@@ -164,7 +157,7 @@ class CogRoutes:
                 await _respond_finished(send, finished, respond_async, wants_sse)
                 return
         elif body_id is not None:
-            if not isinstance(body_id, str) or not _ID.match(body_id):
+            if not _ID.match(body_id):
                 raise HTTPError(422, _detail([("body", "id"), _ID_RULE, "value_error"]))
             prediction_id = body_id
         prediction_id = prediction_id or generate_id(self.service.settings.id_prefix)
@@ -180,12 +173,9 @@ class CogRoutes:
                                        prefix.startswith(("http://", "https://"))):
             errors.append(FieldError("output_file_prefix", "must be an http:// or https:// URL"))
         model_context = body.get("context")
-        if model_context is not None and not _is_string_map(model_context):
-            errors.append(FieldError("context", "must be an object whose keys and values are "
-                                     "strings"))
         if errors:
             raise HTTPError(422, {"detail": [
-                {"loc": _loc(e.field, service.validators[mode].properties), "msg": e.message,
+                {"loc": _loc(e.field), "msg": e.message,
                  "type": "value_error.missing" if e.kind is ErrorKind.MISSING else "value_error"}
                 for e in errors
             ]})
@@ -242,9 +232,8 @@ class CogRoutes:
             await send_json(send, 200, finished.body)
         elif running is not None:  # still ending (past the bound): its state as it is now
             await send_json(send, 200, running.to_dict())
-        else:
-            raise HTTPError(404, {"error": f"No {kind} with id {prediction_id!r} is "
-                                           "running or recently finished"})
+        else:  # the reference's answer for an id it does not know
+            raise HTTPError(404, {})
 
     async def get(self, scope: Scope, receive: Receive, send: Send,
                   prediction_id: str, mode: Mode = Mode.PREDICT) -> None:
@@ -313,45 +302,20 @@ def _webhook_fields(body: dict[str, Any], errors: list[FieldError]
     if webhook is not None and not _is_http_url(webhook):
         errors.append(FieldError("webhook", f"{webhook!r} is not an http:// or https:// URL"))
         webhook = None
-    chosen: frozenset[WebhookEvent] | None = None
-    if events is not None:
-        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
-            errors.append(FieldError("webhook_events_filter", "must be a list of event names"))
-        else:
-            unknown = [e for e in events if e not in _EVENT_NAMES]
-            if unknown:
-                errors.append(FieldError(
-                    "webhook_events_filter", f"unknown event {unknown[0]!r}; choose from "
-                    f"{', '.join(WebhookEvent)}"))
-            else:
-                chosen = frozenset(WebhookEvent(e) for e in events)
+    # its shape was checked with the document's (http/request_document.py)
+    chosen = None if events is None else frozenset(WebhookEvent(e) for e in events)
     return webhook, chosen, errors
 
 
-def _is_string_map(value: Any) -> bool:
-    """The request's `context`: what `current_scope().context` hands the model."""
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                           for k, v in value.items())
-
-
-def _loc(field: str, properties: dict[str, Any]) -> list[Any]:
-    """The 422 location of a validation error's field.
-
-    Only a declared input has item indices after it (`name.3`, written by the
-    validator); any other key is a client's unknown key and is named exactly as sent,
-    whatever digits or dots it holds (int("¹") raised, and a 20-digit int could not be
-    written as JSON: both were 500s).
-    """
-    if field in ("webhook", "webhook_events_filter", "output_file_prefix", "context"):
+def _loc(field: str) -> list[Any]:
+    """The 422 location of a validation error's field: an input's name, a list item as
+    the reference writes it (`words/1`, one string), or a client's unknown key exactly
+    as sent."""
+    if field in ("webhook", "output_file_prefix"):
         return ["body", field]
     if not field:
         return ["body", "input", "__root__"]
-    if field in properties:
-        return ["body", "input", field]
-    name, _, rest = field.partition(".")
-    if name not in properties:
-        return ["body", "input", field]
-    return ["body", "input", name, *(int(part) for part in rest.split("."))]
+    return ["body", "input", field]
 
 
 def _detail(item: list[Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cogserve.http.responses import HTTPError
+from cogserve.http.responses import PlainError
 
 if TYPE_CHECKING:
     from cogserve.runtime.service import Service
@@ -64,7 +64,7 @@ class Playground:
     async def asset(self, scope: dict[str, Any], receive: Any, send: Any,
                     rest: str, method: str) -> None:
         if method not in ("GET", "HEAD"):
-            raise HTTPError(405, {"error": "Method Not Allowed"}, [(b"allow", b"GET, HEAD")])
+            raise PlainError(405, None, [(b"allow", b"GET,HEAD")])  # as the app's own 405
         if rest == "":  # /docs/: the page's relative URLs need /docs
             await send({"type": "http.response.start", "status": 308,
                         "headers": [(b"location", b"../docs"), (b"content-length", b"0")]})
@@ -75,7 +75,7 @@ class Playground:
             return
         body = self.assets.get(rest) if rest != "index.html" else None
         if body is None:
-            raise HTTPError(404, {"error": "Not Found"})
+            raise PlainError(404)
         await _send(send, rest, body)
 
     def settings(self) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from typing import Any
 
 import orjson
 
-from cogserve import jsoncodec
 from cogserve.http.asgi import Receive, Scope, Send
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -22,6 +21,19 @@ class HTTPError(Exception):
         super().__init__(body)
         self.status = status
         self.body = body
+        self.headers = headers or []
+
+
+class PlainError(Exception):
+    """Raised by a handler to answer as the reference does outside its JSON routes: a
+    `text/plain` message (a body it could not read), or no body at all (`text` None: an
+    unknown route, a method not allowed)."""
+
+    def __init__(self, status: int, text: str | None = None,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
         self.headers = headers or []
 
 
@@ -49,6 +61,17 @@ async def send_json(send: Send, status: int, body: Any,
             (b"content-length", str(len(payload)).encode()),
             *(headers or ()),
         ],
+    })
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def send_plain(send: Send, error: PlainError) -> None:
+    payload = b"" if error.text is None else error.text.encode()
+    kind = [] if error.text is None else [(b"content-type", b"text/plain; charset=utf-8")]
+    await send({
+        "type": "http.response.start",
+        "status": error.status,
+        "headers": [*kind, (b"content-length", str(len(payload)).encode()), *error.headers],
     })
     await send({"type": "http.response.body", "body": payload})
 
@@ -83,12 +106,3 @@ async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
             raise RequestError(413, f"Request body exceeds the limit of {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def parse_json(body: bytes) -> Any:
-    if not body.strip():
-        return None
-    try:
-        return jsoncodec.loads(body)
-    except jsoncodec.DecodeError as exc:
-        raise RequestError(400, f"Request body is not valid JSON: {exc}") from None
