@@ -204,14 +204,18 @@ def test_trace_headers_and_user_agent(serve, receiver):
 
 def test_bad_webhook_fields_are_422(serve):
     server = serve("sleepy")
-    for bad in ("ftp://x", "http://", "https:///path", "http://h:99999/", 5):
+    for bad in ("ftp://x", "http://", "https:///path", "http://h:99999/"):
         r = server.client.post("/predictions", json={"input": {}, "webhook": bad})
         assert r.status_code == 422, bad
         assert r.json()["detail"][0]["loc"] == ["body", "webhook"]
+    # not a string, or an unknown event: the body's shape, answered as coglet does
+    shape = "Failed to deserialize the JSON body into the target type: "
+    r = server.client.post("/predictions", json={"input": {}, "webhook": 5})
+    assert r.status_code == 422 and r.text.startswith(shape + "webhook: ")
     r = server.client.post("/predictions", json={"input": {}, "webhook": "http://127.0.0.1:1/h",
                                                  "webhook_events_filter": ["bogus"]})
     assert r.status_code == 422
-    assert r.json()["detail"][0]["loc"] == ["body", "webhook_events_filter"]
+    assert r.text.startswith(shape + "webhook_events_filter[0]: unknown variant \"bogus\"")
     assert server.predict(text="ok").json()["output"] == "OK"
 
 
