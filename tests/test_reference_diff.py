@@ -224,13 +224,13 @@ def _trainings_need_train(ref: dict[str, Any], cog: dict[str, Any]) -> None:
 
 # Differences no document decides yet, reported to the coordinator; each is still checked
 # exactly, so the day either side changes, this list must change too
-UNRESOLVED: dict[str, Known] = {
-    "failed_sync_logs": Known(
-        "undecided: coglet's sync answer of a failed prediction has logs '' (its webhooks "
-        "carry them); cogserve keeps them and adds the traceback", _failed_sync_logs),
-}
+UNRESOLVED: dict[str, Known] = {}
 
 KNOWN: dict[str, Known] = {
+    "failed_sync_logs": Known(
+        "decided in docs/reference-behaviour.md: a failed prediction's answer keeps what run() "
+        "printed (spec cog-http-api.md: logs are the prediction's output; coglet's own webhooks "
+        "carry them, its sync answer has ''), with the traceback", _failed_sync_logs),
     "envelope": Known(
         "spec cog-prediction-api-architecture.md, PredictionResponse: input, created_at, "
         "started_at, completed_at, and error/output as null (coglet sends none of them)",
