@@ -24,10 +24,21 @@ import httpx
 MODELS = pathlib.Path(__file__).parent / "models"
 
 
+_HANDED_OUT: set[int] = set()  # ports given to a server or receiver of this test run
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now and never handed out before in this run: the kernel may offer a port
+    again as soon as it is closed, before the server it was meant for binds it, so two
+    servers started together could otherwise get the same port (and the loser's health
+    wait would talk to the winner)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 class Server:
