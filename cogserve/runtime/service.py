@@ -152,6 +152,10 @@ class Service:
         self.predictions: dict[str, Prediction] = {}  # queued and running
         self.recent = FinishedStore(settings.recent_count, settings.recent_bytes)
         self.fatal_reason: str | None = None
+        # the pool was READY when it last settled: a STARTING now is a worker on its way
+        # back (an ignored cancel, a crash in a pool, a reload), not a server that has
+        # not started yet (see `restarting`)
+        self._served = False
         self.ready = asyncio.Event()  # set once setup has finished, either way
         self.shutting_down = False
         self._health_waiters: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -386,6 +390,8 @@ class Service:
         """After a worker changed state: close the setup document once the server is no
         longer starting, and run or fail what waits in the queue."""
         state = self.pool.state
+        if state is not WorkerState.STARTING:
+            self._served = state is WorkerState.READY
         if self._setup_open and state is not WorkerState.STARTING:
             self._finish_setup(Status.SUCCEEDED if state is WorkerState.READY else Status.FAILED)
         if self.backlog is not None:
@@ -635,12 +641,25 @@ class Service:
             return Health.BUSY
         return status
 
+    @property
+    def restarting(self) -> bool:
+        """No worker can serve right now, but the server was serving and a worker is on
+        its way back (restarted after an ignored cancel, replaced after a crash, reloaded).
+
+        A prediction then meets a slot that is not free yet, not a server that is not
+        ready: it waits in the queue for the new worker (`--queue-size`), or without a
+        queue gets 409, which is what Cog answers while its only slot is held (a run()
+        that ignores a cancel keeps it). Health stays STARTING meanwhile, so readiness
+        probes send new traffic elsewhere.
+        """
+        return self._served and self.status is Health.STARTING
+
     def check_accepting(self) -> None:
         """Raise NotReady unless a prediction could be created now (slots aside)."""
         if self.shutting_down:
             raise NotReady("The server is shutting down", None)
         status = self.status
-        if status is not Health.READY:
+        if status is not Health.READY and not self.restarting:
             detail = {
                 Health.STARTING: "Setup has not finished yet. Wait until it has finished, or "
                                  "GET /health-check for status.",
