@@ -222,7 +222,7 @@ def _ok(ref: str) -> dict[str, Any]:
                 **_TEXT,
             },
         },
-        **_errors("401", "404", "406", "409", "413", "503"),
+        **_errors("401", "404", "406", "409", "413", "429", "503"),
         **_texts("400", "415"),
     }
 
@@ -236,6 +236,8 @@ _ERROR_STATUSES = {
     "406": "Not Acceptable: streaming was asked of a model that does not stream",
     "409": "Conflict: every slot is busy, or the id is already running",
     "413": "Payload Too Large",
+    "429": "Too Many Requests: the queue (--queue-size) is full; Retry-After says when to "
+           "try again",
     "503": "Service Unavailable: setup has not finished, failed, or the server is stopping",
 }
 

@@ -75,6 +75,8 @@ def test_fifo_order_429_when_full_and_health(server, receiver, tmp_path):
     assert full.status_code == 429, full.text
     assert "queue is full" in full.json()["error"]
     assert int(full.headers["retry-after"]) >= 1
+    documented = server.client.get("/openapi.json").json()["paths"]["/predictions"]["post"]
+    assert documented["responses"]["429"]["description"].startswith("Too Many Requests")
     gate.touch()
     bodies = hook.wait_until(lambda b: {x["id"] for x in b if x["status"] == "succeeded"}
                              >= {f"holder-{tmp_path.name}", "q1", "q2", "q3"})
