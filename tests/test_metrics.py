@@ -32,6 +32,7 @@ class Runner(BaseRunner):
         if mode == "crash":
             os._exit(3)
         if mode == "stubborn":  # ignores a cancel: its worker is replaced
+            print("stubborn")  # the test cancels once this is seen: run() has begun
             try:
                 time.sleep(sleep)
             except CancelationException:
@@ -183,6 +184,11 @@ def test_a_restart_and_a_crash_on_a_separate_metrics_port(model_dir: Path) -> No
         # a run() that ignores its cancel: the worker is replaced (a restart, not a crash)
         server.client.put("/predictions/stubborn", headers={"Prefer": "respond-async"},
                           json={"input": {"mode": "stubborn", "sleep": 30}})
+        # cancelled before run() begins, it would be dropped at start: no restart
+        limit = time.monotonic() + 30
+        while server.client.get("/predictions/stubborn").json()["status"] != "processing":
+            assert time.monotonic() < limit, "the stubborn prediction never started"
+            time.sleep(0.02)
         assert server.client.post("/predictions/stubborn/cancel").json()["status"] == \
             "canceled"
         restarted = wait_for_sample(metrics_url, "cogserve_worker_starts_total", 2)
