@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
-import os
 from collections.abc import Iterator
 from typing import Any
+
+from cogserve.envvars import env_text
 
 _tracer: Any = None  # an opentelemetry Tracer once configured
 _provider: Any = None
@@ -27,11 +28,11 @@ _provider: Any = None
 
 def wanted() -> bool:
     """Asked for by the environment and installed (checked without importing it)."""
-    exporter = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter == "none" or os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+    exporter = env_text("OTEL_TRACES_EXPORTER").lower()
+    if exporter == "none" or env_text("OTEL_SDK_DISABLED").lower() == "true":
         return False
-    if not (exporter or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+    if not (exporter or env_text("OTEL_EXPORTER_OTLP_ENDPOINT")
+            or env_text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
         return False
     needed = ["opentelemetry.sdk"]
     if exporter in ("", "otlp"):
@@ -62,7 +63,7 @@ def configure(process: str) -> None:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     attributes = {"cogserve.process": process}
-    if not os.environ.get("OTEL_SERVICE_NAME"):
+    if not env_text("OTEL_SERVICE_NAME"):
         attributes["service.name"] = "cogserve"
     _provider = TracerProvider(resource=Resource.create(attributes))
     _provider.add_span_processor(BatchSpanProcessor(_exporter()))
@@ -70,7 +71,7 @@ def configure(process: str) -> None:
 
 
 def _exporter() -> Any:
-    kind = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
+    kind = env_text("OTEL_TRACES_EXPORTER", "otlp").lower()
     if kind == "console":
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 

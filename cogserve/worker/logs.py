@@ -75,11 +75,13 @@ class LogTarget:
 
 
 class Router:
-    """Decides the LogTarget for a write; owns the fallback (worker-level) target."""
+    """Decides the LogTarget for a write; owns the fallback (worker-level) target and the
+    drains of fd 1/2 (`capture_output`), which `settle` waits for."""
 
     def __init__(self, fallback: LogTarget) -> None:
         self.fallback = fallback
         self.active: dict[str, LogTarget] = {}
+        self.drains: list[_Drain] = []
         self._lock = threading.Lock()
 
     def bind(self, key: str, target: LogTarget) -> contextvars.Token[Any]:
@@ -111,6 +113,29 @@ class Router:
             except (StopIteration, RuntimeError):
                 pass
         return self.fallback
+
+    def settle(self, timeout: float = 0.2) -> bool:
+        """Wait until fd 1/2 output written so far has been routed; True if there was some.
+
+        Called before a prediction's terminal message: a C extension or a child process that
+        writes just before run() returns would otherwise race the drain thread, and its lines
+        would land in the server log instead of the prediction's logs. When nothing is
+        pending this is one ioctl per pipe. Read order (pending, busy, cycles) can only
+        overestimate the rounds to wait for, which the timeout bounds.
+        """
+        waited = False
+        deadline = 0.0
+        for drain in self.drains:
+            pending = _pending(drain.fd)
+            busy = drain.busy
+            if not pending and not busy:
+                continue
+            target = drain.cycles + busy + (pending > 0)
+            waited = True
+            deadline = deadline or time.monotonic() + timeout
+            while drain.cycles < target and time.monotonic() < deadline:
+                time.sleep(0.0002)
+        return waited
 
 
 class RoutedStream(io.TextIOBase):
@@ -155,39 +180,12 @@ class _Drain:
         self.cycles = 0  # completed read-and-route rounds
 
 
-_drains: list[_Drain] = []
-
-
 def _pending(fd: int) -> int:
     try:
         count: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
         return count
     except OSError:
         return 0
-
-
-def settle(timeout: float = 0.2) -> bool:
-    """Wait until fd 1/2 output written so far has been routed; True if there was some.
-
-    Called before a prediction's terminal message: a C extension or a child process that
-    writes just before run() returns would otherwise race the drain thread, and its lines
-    would land in the server log instead of the prediction's logs. When nothing is
-    pending this is one ioctl per pipe. Read order (pending, busy, cycles) can only
-    overestimate the rounds to wait for, which the timeout bounds.
-    """
-    waited = False
-    deadline = 0.0
-    for drain in _drains:
-        pending = _pending(drain.fd)
-        busy = drain.busy
-        if not pending and not busy:
-            continue
-        target = drain.cycles + busy + (pending > 0)
-        waited = True
-        deadline = deadline or time.monotonic() + timeout
-        while drain.cycles < target and time.monotonic() < deadline:
-            time.sleep(0.0002)
-    return waited
 
 
 def capture_output(router: Router) -> None:
@@ -197,7 +195,7 @@ def capture_output(router: Router) -> None:
         os.dup2(write_end, fd)
         os.close(write_end)
         drain = _Drain(read_end)
-        _drains.append(drain)
+        router.drains.append(drain)
         thread = threading.Thread(
             target=_drain, args=(drain, source, router), name=f"cogserve-{source}",
             daemon=True,

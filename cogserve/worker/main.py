@@ -25,7 +25,7 @@ from cogserve.loader import LoadedModel, import_ref, load_model
 from cogserve.protocol import Mode, ToWorker, UserHealth
 from cogserve.schema import openapi_document
 from cogserve.signature import read_signature
-from cogserve.worker import predict
+from cogserve.worker import predict, tempdirs
 from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogTarget, Router, capture_output
 
@@ -44,6 +44,7 @@ def main() -> None:
 
     router = Router(LogTarget(setup_log))
     capture_output(router)
+    tempdirs.install()  # a prediction's tempfiles go to its folder
     warnings.simplefilter("default", DeprecationWarning)
 
     try:

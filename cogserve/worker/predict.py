@@ -80,7 +80,8 @@ class Job:
         if message.get("files"):
             self.files_sent = True
         if message[protocol.KIND] in protocol.TERMINAL:
-            if logs.settle():  # fd 1/2 output written just before the end belongs to this one
+            # fd 1/2 output written just before the end belongs to this one
+            if self.router.settle():
                 self.logs.flush()
             self._release_folder(message)
             self.cancels.mark_finished(self.id)

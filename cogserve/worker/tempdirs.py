@@ -22,7 +22,6 @@ _current: contextvars.ContextVar[Folder | None] = contextvars.ContextVar(
     "cogserve_tempdir", default=None
 )
 _original = tempfile.gettempdir
-_installed = False
 
 
 def base() -> str:
@@ -39,13 +38,13 @@ def _gettempdirb() -> bytes:
     return os.fsencode(_gettempdir())
 
 
-def _install() -> None:
-    global _installed
+def install() -> None:
+    """Make tempfile's default folder follow `bind` (the worker calls it once, at start;
+    until a prediction binds a folder, the default stays the worker's TMPDIR)."""
     # tempfile's own functions look these names up in the module, so this covers
     # mkstemp, mkdtemp, NamedTemporaryFile, TemporaryDirectory and SpooledTemporaryFile.
     tempfile.gettempdir = _gettempdir
     tempfile.gettempdirb = _gettempdirb
-    _installed = True
 
 
 def bind(folder: Folder) -> contextvars.Token[Folder | None]:
@@ -54,8 +53,6 @@ def bind(folder: Folder) -> contextvars.Token[Folder | None]:
     `folder` creates its folder on first use, with an explicit `dir=base()` (it is called
     from inside tempfile, so it must not ask tempfile for the default).
     """
-    if not _installed:
-        _install()
     return _current.set(folder)
 
 
