@@ -11,9 +11,10 @@ import logging
 import os
 import pathlib
 import shutil
+import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -324,7 +325,31 @@ def _predict(args: argparse.Namespace, mode: Mode) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_predict_async(config, args, mode, given))
+    try:
+        return asyncio.run(_interruptible(_predict_async(config, args, mode, given)))
+    except asyncio.CancelledError:  # only Ctrl-C cancels it (_interruptible): main() says so
+        raise KeyboardInterrupt from None
+
+
+async def _interruptible(work: Coroutine[Any, Any, int]) -> int:
+    """Ctrl-C cancels `work`, whichever of this process's threads the kernel hands the
+    SIGINT to.
+
+    asyncio.run's own handler relies on the SIGINT interrupting the loop's select() in
+    the main thread; when the thread waiting for the worker in the executor (process.wait)
+    takes it instead, the handler runs only once the loop next wakes up, which during a
+    long, silent run() is when it returns. The loop's signal handler wakes the loop
+    through its wakeup fd, from any thread. Removed at the end: a Ctrl-C while the loop
+    shuts down raises KeyboardInterrupt, as a second Ctrl-C does under asyncio.run.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        return await work
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mode,
