@@ -11,14 +11,14 @@ import logging
 import os
 import pathlib
 import shutil
-import signal
 import sys
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from cogserve import interrupt
 from cogserve.config import ModelConfig, load_config
 from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
@@ -282,7 +282,7 @@ def _reexec_in_model_env(config: ModelConfig, args: argparse.Namespace) -> None:
     if environment is None:
         return
     try:
-        python = asyncio.run(environment.prepare(to_stderr))
+        python = interrupt.run(environment.prepare(to_stderr))
     except EnvBuildError as exc:
         raise DefinitionError(f"could not build the model's environment: {exc}") from None
     argv = [python, "-m", "cogserve.cli", "schema", str(config.directory), "--no-env"]
@@ -325,31 +325,7 @@ def _predict(args: argparse.Namespace, mode: Mode) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:
-        return asyncio.run(_interruptible(_predict_async(config, args, mode, given)))
-    except asyncio.CancelledError:  # only Ctrl-C cancels it (_interruptible): main() says so
-        raise KeyboardInterrupt from None
-
-
-async def _interruptible(work: Coroutine[Any, Any, int]) -> int:
-    """Ctrl-C cancels `work`, whichever of this process's threads the kernel hands the
-    SIGINT to.
-
-    asyncio.run's own handler relies on the SIGINT interrupting the loop's select() in
-    the main thread; when the thread waiting for the worker in the executor (process.wait)
-    takes it instead, the handler runs only once the loop next wakes up, which during a
-    long, silent run() is when it returns. The loop's signal handler wakes the loop
-    through its wakeup fd, from any thread. Removed at the end: a Ctrl-C while the loop
-    shuts down raises KeyboardInterrupt, as a second Ctrl-C does under asyncio.run.
-    """
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    loop.add_signal_handler(signal.SIGINT, task.cancel)
-    try:
-        return await work
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
+    return interrupt.run(_predict_async(config, args, mode, given))  # Ctrl-C: main() says so
 
 
 async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mode,

@@ -7,10 +7,10 @@ Dockerfile); progress and everything else go to stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime
 import sys
 
+from cogserve import interrupt
 from cogserve.config import load_config
 from cogserve.envs import system
 from cogserve.envs.builder import EnvBuildError
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"removed {store.path(environment.key)}", file=sys.stderr)
         return 0
     try:
-        asyncio.run(environment.prepare(to_stderr))
+        interrupt.run(environment.prepare(to_stderr))
     except EnvBuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
