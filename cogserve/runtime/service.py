@@ -418,6 +418,9 @@ class Service:
             else:
                 stream = sys.stderr if message.get("source") == "stderr" else sys.stdout
                 stream.write(data)
+                # a model's line is out when it is made: stdout is block-buffered when it is
+                # a pipe or file (a container's log), unless PYTHONUNBUFFERED is set
+                stream.flush()
         elif kind == FromWorker.SCHEMA:
             self.schema = message["schema"]
             components = self.schema["components"]["schemas"]
