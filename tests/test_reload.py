@@ -3,6 +3,7 @@ finish on the old code, an import error shows in /health-check until the next fi
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -81,3 +82,21 @@ def test_reload_picks_up_an_edited_predict_py(serve, tmp_path):
     assert server.client.post("/predictions", json={"input": {}}).status_code == 503
     (model / "predict.py").write_text(_source("v4"))
     _serves(server, "v4")
+
+
+def test_reload_ignores_a_stale_bytecode_cache(serve, tmp_path):
+    """An edit that keeps predict.py's size and lands in the same second as the last one
+    leaves __pycache__/predict.*.pyc looking current (Python checks whole-second mtime and
+    size): the reloader drops the cache of every changed file so the new code runs."""
+    model = write_model(tmp_path / "model", _source("v1"),
+                        cog_yaml='predict: "predict.py:Predictor"\n', name="predict.py")
+    source = model / "predict.py"
+    # "" counts as unset: the worker writes bytecode as it does on a user's machine
+    server = serve(model, "--reload", env={"PYTHONDONTWRITEBYTECODE": ""})
+    assert server.predict().json()["output"] == "v1"
+    assert list((model / "__pycache__").glob("predict.*.pyc")), "the worker wrote no .pyc"
+
+    stat = source.stat()
+    source.write_text(_source("v2"))  # same size as v1's source
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same second as v1's
+    _serves(server, "v2")

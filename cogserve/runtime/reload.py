@@ -5,11 +5,17 @@ batch that touches a `.py` file or `cog.yaml` makes `Service.reload` restart eve
 worker once its in-flight predictions have finished (new code, setup() again). A model
 that no longer imports shows its error in /health-check, and the loop keeps waiting
 for the next change.
+
+Before the restart the bytecode cache of every changed file goes: Python trusts a
+`.pyc` whose recorded source mtime (whole seconds) and size match, so an edit that keeps
+the size and lands in the same second as the previous one would run the old code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib.util
 import logging
 import pathlib
 
@@ -38,4 +44,14 @@ async def watch(service: Service, stop: asyncio.Event) -> None:
         names = sorted({pathlib.Path(path).name for _, path in changes})
         log.info("--reload: %s changed; restarting the worker%s", ", ".join(names),
                  "s" if len(service.pool) > 1 else "")
+        for _, path in changes:
+            drop_bytecode(path)
         await service.reload()
+
+
+def drop_bytecode(path: str) -> None:
+    """Remove the cached bytecode of a changed source file, so the next import compiles it."""
+    if not path.endswith(".py"):
+        return
+    with contextlib.suppress(OSError, ValueError):
+        pathlib.Path(importlib.util.cache_from_source(path)).unlink(missing_ok=True)
