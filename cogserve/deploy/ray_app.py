@@ -14,7 +14,8 @@ from typing import Any
 from ray import serve
 from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
-from cogserve.deploy.ray_routing import ID_MARKERS, Homes, prediction_id, replica_tag
+from cogserve.deploy.ray_forward import FORWARDED, Forwarder, Peers
+from cogserve.deploy.ray_routing import ID_MARKERS, Homes, Ingress, prediction_id, replica_tag
 from cogserve.runtime.states import Health
 
 QUEUE_HEADROOM = 16  # requests a replica takes beyond its slots (cancels, GETs, queued)
@@ -62,17 +63,31 @@ class PredictionRouter(RequestRouter):  # type: ignore[misc]  # ray is untyped
 
 class _ReplicaApp:
     """cogserve's app as Ray runs it: the service is started by the replica's constructor
-    (so Ray routes nothing to it before setup() is done), stopped after a drain."""
+    (so Ray routes nothing to it before setup() is done), stopped after a drain. Under
+    HAProxy (`forwarder` set) a request for a prediction held elsewhere is passed on."""
 
-    def __init__(self, app: ASGI, service: Any) -> None:
+    def __init__(self, app: ASGI, service: Any, forwarder: Forwarder | None) -> None:
         self.app = app
         self.service = service
+        self.forwarder = forwarder
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        else:
+        elif not (self.forwarder is not None and scope["type"] == "http"
+                  and await self._forwarded(self.forwarder, scope, receive, send)):
             await self.app(scope, receive, send)
+
+    async def _forwarded(self, forwarder: Forwarder, scope: dict[str, Any], receive: Any,
+                         send: Any) -> bool:
+        ident = prediction_id(scope["path"])
+        if (ident is None or ident in self.service.predictions
+                or self.service.recent.holds(ident)
+                or any(name == FORWARDED for name, _ in scope["headers"])):
+            return False
+        address = await forwarder.home(ident)
+        return address is not None and await forwarder.forward(address, ident, scope,
+                                                               receive, send)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
@@ -83,6 +98,8 @@ class _ReplicaApp:
                 self.service.shutting_down = True
                 await self.service.drain()
                 await self.service.stop()
+                if self.forwarder is not None:
+                    await self.forwarder.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -96,7 +113,7 @@ class CogserveReplica:
     """One Ray Serve replica: a cogserve Service and its worker, behind cogserve's app."""
 
     async def __init__(self, directory: str, predictor: str | None,  # type: ignore[misc]
-                       model_name: str | None) -> None:  # Ray Serve awaits an async init
+                       model_name: str | None, ingress: Ingress) -> None:  # Ray awaits it
         from cogserve import assembly
         from cogserve.cli import _apply_environment
         from cogserve.config import load_config
@@ -108,7 +125,9 @@ class CogserveReplica:
         settings = Settings.from_env(config)
         settings.model_name = model_name
         settings.environment = model_env.for_model(config)  # cog.yaml's packages (#18)
-        settings.id_prefix = replica_tag(serve.get_replica_context().replica_id.unique_id)
+        context = serve.get_replica_context()
+        me = context.replica_id.unique_id
+        settings.id_prefix = replica_tag(me)
         # predictions beyond the slots wait in the replica's queue instead of 409: Ray sends
         # a replica at most slots + QUEUE_HEADROOM requests, so the queue never overflows
         settings.queue_size = settings.queue_size or QUEUE_HEADROOM
@@ -119,7 +138,8 @@ class CogserveReplica:
             logs = self.service.setup["logs"].strip().splitlines()
             await self.service.stop()
             raise ReplicaFailed(f"setup() failed: {logs[-1] if logs else 'worker exited'}")
-        self._asgi = _ReplicaApp(app, self.service)
+        forwarder = Forwarder(Peers(context.app_name, me)) if ingress is Ingress.HAPROXY else None
+        self._asgi = _ReplicaApp(app, self.service, forwarder)
         self.pid = os.getpid()
 
     def __serve_build_asgi_app__(self) -> ASGI:

@@ -13,7 +13,8 @@ that replica. The home of an id is, in order:
    proxy computes the same home while the set of replicas is unchanged.
 
 Requests that name no id go to the less loaded of two random replicas (power of two).
-Pure functions here; `ray_app` wires them into Ray Serve's request router.
+Pure functions here; `ray_app` wires them into Ray Serve's request router, and
+`ray_forward` applies them in the replicas when HAProxy is the ingress.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Iterable
+from enum import StrEnum
 
 TAG_LENGTH = 4
 _BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
@@ -29,6 +31,13 @@ _ID_IN_PATH = re.compile(r"^/(?:predictions|trainings)/([^/]+)")
 # bytes every path that names an id contains (a cheap test before parsing a request)
 ID_MARKERS = (b"/predictions/", b"/trainings/")
 PIN_LIMIT = 100_000  # ids remembered per router; the oldest are forgotten first
+
+
+class Ingress(StrEnum):
+    """What takes the HTTP traffic in front of the replicas (`cogserve ray --ingress`)."""
+
+    PROXY = "proxy"  # Ray Serve's HTTP proxy; `PredictionRouter` picks each replica
+    HAPROXY = "haproxy"  # Ray's HAProxy to each replica's own server; `ray_forward` hops
 
 
 def replica_tag(replica_unique_id: str) -> str:

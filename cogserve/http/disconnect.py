@@ -28,9 +28,18 @@ def abandon(service: Service, prediction: Prediction) -> None:
 async def wait_or_cancel(service: Service, prediction: Prediction, receive: Receive,
                          *, cancel: bool = True) -> bool:
     """Wait for the prediction; if the client leaves first, cancel it (when `cancel`)
-    and return False."""
-    if await wait_or_disconnect(prediction, receive):
-        return True
+    and return False.
+
+    A server may instead cancel the handler when its client leaves (Ray Serve's direct
+    ingress does, rather than sending http.disconnect): that cancels the prediction too.
+    """
+    try:
+        if await wait_or_disconnect(prediction, receive):
+            return True
+    except asyncio.CancelledError:
+        if cancel:
+            abandon(service, prediction)
+        raise
     if cancel:
         abandon(service, prediction)
     return False

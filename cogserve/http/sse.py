@@ -122,14 +122,23 @@ def handler(service: Service) -> Handler:
         watcher = asyncio.ensure_future(_watch(receive, queue))
         writer = asyncio.ensure_future(_write(send, queue, replay))
         timers: list[asyncio.TimerHandle] = []
-        queue.on_end = lambda: timers.append(loop.call_later(END_GRACE, writer.cancel))
+        grace: list[bool] = []  # holds True once END_GRACE has passed after the end
+
+        def grace_over() -> None:
+            grace.append(True)
+            writer.cancel()
+
+        queue.on_end = lambda: timers.append(loop.call_later(END_GRACE, grace_over))
         if queue.ended:
             queue.on_end()
+        owned = created and scope["method"] == "POST"  # its client leaving cancels it
         try:
             completed = await writer
         except asyncio.CancelledError:
-            if not writer.cancelled():
-                raise  # we are being cancelled ourselves
+            if not grace:  # the handler itself is cancelled: the server gave up on it
+                if owned:  # (Ray Serve's direct ingress does so when the client leaves)
+                    abandon(service, prediction)
+                raise
             log.warning("SSE client of prediction %s read nothing for %gs after the stream "
                         "ended; dropping the connection", prediction.id, END_GRACE)
             return  # the response stays incomplete, so the connection is closed
@@ -142,7 +151,7 @@ def handler(service: Service) -> Handler:
             writer.cancel()
             for timer in timers:
                 timer.cancel()
-        if not completed and created and scope["method"] == "POST":
+        if not completed and owned:
             abandon(service, prediction)
 
     return stream

@@ -83,6 +83,10 @@ class FinishedStore:
         entry = self.entries.get(prediction_id)
         return entry if entry is not None and entry.kind == kind else None
 
+    def holds(self, prediction_id: str) -> bool:
+        """Whether this id finished here (kept, or dropped to make room)."""
+        return prediction_id in self.entries or prediction_id in self.evicted
+
     def was_evicted(self, prediction_id: str) -> bool:
         return prediction_id in self.evicted
 
