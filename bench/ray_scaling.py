@@ -1,8 +1,9 @@
 """Ray Serve scaling: a CPU-bound sync model (~20 ms of CPU per prediction), 8 clients.
 
-Figures: req/s of plain `cogserve serve`, of `cogserve ray --replicas 1` and of
-`--replicas 2` on this machine; the ratios 2 replicas / 1 replica (target >= 1.7x) and
-Ray at 1 replica / plain serve (the cost of Ray's proxy); and where the CPU goes: the CPU
+Figures: req/s of plain `cogserve serve`, and of `cogserve ray --replicas 1` and
+`--replicas 2` with each ingress (Ray's proxy; Ray's HAProxy) on this machine; per ingress
+the ratios 2 replicas / 1 replica (target >= 1.7x) and 1 replica / plain serve (the cost
+of Ray's ingress); and where the CPU goes: the CPU
 time (user + system, from /proc) each part of a system used during the measured runs,
 per request answered, which other work on the machine skews much less than req/s. Each
 system is started, warmed up, measured for --rounds wrk runs and stopped before the next
@@ -36,15 +37,22 @@ RESULTS = envs.BENCH / "RESULTS.md"
 HEADING = "## Ray Serve scaling (cogserve ray)"
 CLIENTS = 8
 START_TIMEOUT = 240.0
-SYSTEMS = {
-    "cogserve serve --queue-size 64": ["serve", "--queue-size", "64"],
-    "cogserve ray, 1 replica": ["ray", "--replicas", "1"],
-    "cogserve ray, 2 replicas": ["ray", "--replicas", "2"],
-}
+SERVE = "cogserve serve --queue-size 64"
+INGRESSES = ("proxy", "haproxy")  # `cogserve ray --ingress`
+
+
+def ray_system(ingress: str, replicas: int) -> str:
+    return f"cogserve ray --ingress {ingress}, {replicas} replica{'s' if replicas > 1 else ''}"
+
+
+SYSTEMS = {SERVE: ["serve", "--queue-size", "64"]} | {
+    ray_system(ingress, n): ["ray", "--ingress", ingress, "--replicas", str(n)]
+    for ingress in INGRESSES for n in (1, 2)}
 # the parts of a system whose CPU is shown, by what their command line holds (Ray's actors
 # set it to ray::CLASS); any other process of the system counts as the rest
 PARTS = {
     "Ray's proxy": "ray::ProxyActor",
+    "HAProxy": "haproxy",
     "replicas": "ray::ServeReplica",
     "HTTP server": "cogserve.cli serve",
     "model workers": "cogserve.worker",
@@ -73,7 +81,7 @@ def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str) -
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     tmp = tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp")  # Ray's sockets: a short path
-    log = envs.CACHE / "logs" / f"ray_scaling-{args[0]}-{args[-1]}.log"
+    log = envs.CACHE / "logs" / f"ray_scaling-{'-'.join(args[::2])}-{args[-1]}.log"
     proc = Proc([sys.executable, "-m", "cogserve.cli", args[0], str(MODEL), *args[1:], "--host",
                  "127.0.0.1", "--port", str(port)],
                 env={"LOG_FORMAT": "console", "TMPDIR": tmp, "RAY_TMPDIR": tmp}, log=log)
@@ -105,8 +113,6 @@ def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str) -
 
 def report(figures: dict[str, Measured], rounds: int, seconds: float) -> str:
     med = {name: statistics.median(r.ok_per_s for r in m.runs) for name, m in figures.items()}
-    serve_name, one_name, two_name = SYSTEMS
-    serve, one, two = med[serve_name], med[one_name], med[two_name]
     lines = [HEADING, "",
              f"`python -m bench.ray_scaling`: bench/models/cpu_sync (a sync run() of ~20 ms of "
              f"pure-Python work), {CLIENTS} clients (wrk), POST /predictions, {rounds} runs of "
@@ -121,12 +127,14 @@ def report(figures: dict[str, Measured], rounds: int, seconds: float) -> str:
         lines.append(f"| {name} | {med[name]:.1f} | {runs} | {p50:.0f} | {p99:.0f} | "
                      f"{m.load:.1f} |")
     parts = [*PARTS, REST]
-    lines += ["",
-              f"- 2 replicas / 1 replica: **{two / one:.2f}x** (target >= 1.7x: "
-              f"{'met' if two / one >= 1.7 else 'not met'})",
-              f"- Ray at 1 replica / plain `cogserve serve`: **{one / serve:.2f}** (below 1: "
-              "what Ray's proxy and its extra hop cost)",
-              "- A load average above 2 means other work shared the 2 cores: a system of more "
+    lines.append("")
+    for ingress in INGRESSES:
+        one, two = med[ray_system(ingress, 1)], med[ray_system(ingress, 2)]
+        lines += [f"- `--ingress {ingress}`: 2 replicas / 1 replica **{two / one:.2f}x** "
+                  f"(target >= 1.7x: {'met' if two / one >= 1.7 else 'not met'}); 1 replica / "
+                  f"plain `cogserve serve` **{one / med[SERVE]:.2f}** (below 1: what Ray's "
+                  "ingress and its extra hop cost)"]
+    lines += ["- A load average above 2 means other work shared the 2 cores: a system of more "
               "processes (Ray's proxy, controller, replicas) then gets a larger share of the "
               "CPU than plain `cogserve serve`, which skews both ratios.", "",
               "CPU ms per request answered (user + system time of each part during the measured "
@@ -137,11 +145,14 @@ def report(figures: dict[str, Measured], rounds: int, seconds: float) -> str:
     for name, m in figures.items():
         cells = " | ".join(f"{m.cpu_ms[p]:.1f}" if m.cpu_ms[p] else "-" for p in parts)
         lines.append(f"| {name} | {cells} | {sum(m.cpu_ms.values()):.1f} |")
-    two_cpu = sum(figures[two_name].cpu_ms.values())
-    ceiling = 2 * 1000 / two_cpu  # both cores busy with nothing but this system
-    lines += ["", f"- The CPU ceiling of 2 replicas on 2 cores at {two_cpu:.1f} ms per request: "
-              f"{ceiling:.0f} req/s, {ceiling / one:.2f}x the 1-replica rate (wrk's own CPU not "
-              "counted)"]
+    lines.append("")
+    for ingress in INGRESSES:
+        two_cpu = sum(figures[ray_system(ingress, 2)].cpu_ms.values())
+        ceiling = 2 * 1000 / two_cpu  # both cores busy with nothing but this system
+        lines += [f"- `--ingress {ingress}`: the CPU ceiling of 2 replicas on 2 cores at "
+                  f"{two_cpu:.1f} ms per request: {ceiling:.0f} req/s, "
+                  f"{ceiling / med[ray_system(ingress, 1)]:.2f}x the 1-replica rate (wrk's own "
+                  "CPU not counted)"]
     return "\n".join(lines) + "\n\n"  # a blank line before the next section
 
 

@@ -205,7 +205,7 @@ def test_killing_one_replicas_worker_leaves_the_other_serving_and_ray_replaces_i
     while True:  # until Ray has started a new replica (a new worker) beside the old one
         r = c.post("/predictions", json={"input": {"n": 1}})
         # the dead replica answers 503 until Ray's health check replaces it
-        assert r.status_code in (200, 503), r.text
+        assert r.status_code in (200, 503), f"{r.text}\n{ray_server.output()}"
         served += r.status_code == 200
         now = ray_server.workers()
         if len(now) == 2 and before[0] not in now and before[1] in now:

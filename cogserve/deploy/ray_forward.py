@@ -57,13 +57,18 @@ class Peers:
 
     async def _fetch(self) -> dict[str, str]:
         import ray
+        from ray._common.network_utils import get_localhost_ip
         from ray.serve._private.common import RequestProtocol
         from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
 
         controller = ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
         groups = await controller.get_target_groups.remote(app_name=self.app_name,
                                                           from_proxy_manager=True)
-        return {target.name.rsplit("#", 1)[-1]: f"{target.ip}:{target.port}"
+        # a replica on this node is reached on the loopback address, as HAProxy does:
+        # its server listens on --host, which may be 127.0.0.1, not the node's address
+        here = ray.util.get_node_ip_address()
+        return {target.name.rsplit("#", 1)[-1]:
+                f"{get_localhost_ip() if target.ip == here else target.ip}:{target.port}"
                 for group in groups if group.protocol == RequestProtocol.HTTP
                 for target in group.targets}
 
@@ -77,9 +82,15 @@ class Forwarder:
         self._client: httpx.AsyncClient | None = None
 
     async def home(self, ident: str, *, fresh: bool = False) -> str | None:
-        """The address of the id's home, or None when it is this replica."""
+        """The address of the id's home, or None when it is this replica.
+
+        Only the replicas the controller lists count, this one included: a replica that
+        has just started, and is not listed yet, sends a client-chosen id where the
+        listed ones do rather than keep it (two homes for one id). With none listed
+        (the first replica starting), this one serves.
+        """
         addresses = await self.peers.addresses(fresh=fresh)
-        home = self.homes.home(ident, sorted({*addresses, self.peers.me}))
+        home = self.homes.home(ident, sorted(addresses))
         if home is None or home == self.peers.me:
             return None
         self.homes.pin(ident, home)

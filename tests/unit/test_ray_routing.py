@@ -1,0 +1,77 @@
+"""Where a request naming a prediction id is served under `cogserve ray`: the rules of
+ray_routing (tag, pin, rendezvous) and the HAProxy-ingress forwarder's use of them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from cogserve.deploy.ray_forward import Forwarder, Peers
+from cogserve.deploy.ray_routing import Homes, prediction_id, rendezvous, replica_tag
+
+REPLICAS = ["replica-a", "replica-b", "replica-c"]
+
+
+def test_an_id_names_its_home_by_the_tag_it_starts_with():
+    homes = Homes()
+    for replica in REPLICAS:
+        assert homes.home(replica_tag(replica) + "rest-of-id", REPLICAS) == replica
+
+
+def test_a_client_chosen_id_has_one_home_per_replica_set_and_a_pin_keeps_it():
+    homes = Homes()
+    chosen = homes.home("my-id", REPLICAS)
+    assert chosen == rendezvous("my-id", reversed(REPLICAS))  # order does not matter
+    homes.pin("my-id", chosen)
+    grown = [*REPLICAS, *(f"replica-{n}" for n in range(20))]
+    assert homes.home("my-id", grown) == chosen  # a new replica does not move it
+    others = [r for r in REPLICAS if r != chosen]
+    assert homes.home("my-id", others) in others  # its replica gone: another one
+
+
+def test_paths_that_name_an_id():
+    assert prediction_id("/predictions/abc") == "abc"
+    assert prediction_id("/trainings/abc/cancel") == "abc"
+    assert prediction_id("/predictions") is None
+    assert prediction_id("/v2/models/m/infer") is None
+
+
+class _Peers(Peers):
+    """The controller's list of replicas, given instead of asked for."""
+
+    def __init__(self, me: str, addresses: dict[str, str]) -> None:
+        super().__init__("app", me)
+        self.listed = addresses
+        self.fetches = 0
+
+    async def _fetch(self) -> dict[str, str]:
+        self.fetches += 1
+        return dict(self.listed)
+
+
+def test_the_forwarder_serves_its_own_ids_and_finds_the_address_of_others():
+    addresses = {r: f"10.0.0.{n}:3000{n}" for n, r in enumerate(REPLICAS)}
+    peers = _Peers("replica-a", addresses)
+    forwarder = Forwarder(peers)
+
+    async def scenario() -> None:
+        assert await forwarder.home(replica_tag("replica-a") + "x") is None  # held here
+        assert await forwarder.home(replica_tag("replica-c") + "x") == "10.0.0.2:30002"
+        assert peers.fetches == 1  # the list is reused within REFRESH_SECONDS
+        del peers.listed["replica-c"]  # replaced: a fresh list sends its ids elsewhere
+        assert await forwarder.home(replica_tag("replica-c") + "y", fresh=True) in (
+            None, "10.0.0.1:30001")
+        assert peers.fetches == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_replica_not_yet_listed_sends_ids_where_the_listed_ones_do():
+    """Until the controller lists a new replica, the others do not count it: it must not
+    keep a client-chosen id that they would send to one of them."""
+    listed = {"replica-b": "127.0.0.1:30001", "replica-c": "127.0.0.1:30002"}
+    newcomer = Forwarder(_Peers("replica-a", listed))
+    for n in range(20):
+        ident = f"client-chosen-{n}"
+        assert asyncio.run(newcomer.home(ident)) == listed[rendezvous(ident, listed)]
+    alone = Forwarder(_Peers("replica-a", {}))  # nobody listed yet: it serves
+    assert asyncio.run(alone.home("any-client-chosen-id")) is None
