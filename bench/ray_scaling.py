@@ -84,7 +84,9 @@ def measure(name: str, args: list[str], rounds: int, seconds: float, wrk: str) -
     log = envs.CACHE / "logs" / f"ray_scaling-{'-'.join(args[::2])}-{args[-1]}.log"
     proc = Proc([sys.executable, "-m", "cogserve.cli", args[0], str(MODEL), *args[1:], "--host",
                  "127.0.0.1", "--port", str(port)],
-                env={"LOG_FORMAT": "console", "TMPDIR": tmp, "RAY_TMPDIR": tmp}, log=log)
+                env={"LOG_FORMAT": "console", "TMPDIR": tmp, "RAY_TMPDIR": tmp,
+                     "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
+                     "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port())}, log=log)
     try:
         loadgen.wait_http(url + "/health-check", timeout=START_TIMEOUT, alive=proc.alive,
                           ready=lambda status, body: status == 200 and b"READY" in body)

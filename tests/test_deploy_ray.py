@@ -28,6 +28,26 @@ pytest.importorskip("ray.serve", reason="Ray Serve is installed by the test extr
 START_TIMEOUT = 180  # a cold Ray on 2 busy cores
 
 
+def replica_port_range() -> dict[str, str]:
+    """A range of 20 ports for the replicas' direct-ingress servers, free when chosen."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            low = probe.getsockname()[1]
+        if low + 20 < 65535 and all(_free(low + k) for k in range(20)):
+            return {"RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": str(low),
+                    "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(low + 20)}
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 class RayServer:
     def __init__(self, model: pathlib.Path, replicas: int, ingress: str = "proxy") -> None:
         self.port = free_port()
@@ -37,7 +57,13 @@ class RayServer:
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
         self.log = (self.tmp / "server.log").open("wb")
         env = {**os.environ, "TMPDIR": str(self.tmp), "RAY_TMPDIR": str(self.tmp),
-               "LOG_FORMAT": "console"}
+               "LOG_FORMAT": "console",
+               # HAProxy's stats and metrics ports (fixed at 8404 and 9101 by default) and
+               # the replicas' own (30000 up): a cluster of another test run cannot be
+               # given a port this one's HAProxy sends to
+               "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
+               "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
+               **replica_port_range()}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cogserve.cli", "ray", str(model), "--replicas",
              str(replicas), "--host", "127.0.0.1", "--port", str(self.port),
@@ -45,13 +71,22 @@ class RayServer:
             stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.client = httpx.Client(base_url=self.url, timeout=60)
 
-    def output(self) -> str:
-        return (self.tmp / "server.log").read_text(errors="replace")[-5000:]
+    def output(self, around: str | None = None) -> str:
+        """The log's end, or the part from the first `around` on (when it is there)."""
+        text = (self.tmp / "server.log").read_text(errors="replace")
+        start = text.find(around) if around else -1
+        return text[start:start + 5000] if start >= 0 else text[-5000:]
 
     def wait_ready(self) -> None:
+        """Until every replica is up (`cogserve ray` says "serving on" once Ray's serve.run
+        returns; behind HAProxy the first replica answers before the second has started)
+        and the model answers READY."""
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.output()
+            if b"serving on http" not in (self.tmp / "server.log").read_bytes():
+                time.sleep(0.5)
+                continue
             try:
                 if self.client.get("/health-check").json()["status"] == "READY":
                     return
@@ -205,7 +240,7 @@ def test_killing_one_replicas_worker_leaves_the_other_serving_and_ray_replaces_i
     while True:  # until Ray has started a new replica (a new worker) beside the old one
         r = c.post("/predictions", json={"input": {"n": 1}})
         # the dead replica answers 503 until Ray's health check replaces it
-        assert r.status_code in (200, 503), f"{r.text}\n{ray_server.output()}"
+        assert r.status_code in (200, 503), f"{r.text}\n{ray_server.output('unhandled')}"
         served += r.status_code == 200
         now = ray_server.workers()
         if len(now) == 2 and before[0] not in now and before[1] in now:

@@ -14,8 +14,10 @@ import argparse
 import json
 import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +51,16 @@ RAY_DEFAULTS = {
 }
 # Ray Serve's direct ingress behind HAProxy (Ray >= 2.60, experimental there)
 HAPROXY_ENV = {"RAY_SERVE_ENABLE_DIRECT_INGRESS": "1", "RAY_SERVE_ENABLE_HA_PROXY": "1"}
+# HAProxy's configuration, sockets and state, which Ray keeps under /tmp/haproxy-serve/
+# whatever TMPDIR says and leaves there: with a local cluster they go in a directory of
+# the command's own, removed when it ends (the leaf names below it are Ray's)
+HAPROXY_FILES = {
+    "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": "haproxy.cfg",
+    "RAY_SERVE_HAPROXY_SOCKET_PATH": "admin.sock",
+    "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": "",
+    "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": "server-state",
+    "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": "metrics.sock",
+}
 
 
 @dataclass
@@ -136,20 +148,36 @@ def deployment_options(options: Options, slots: int) -> dict[str, Any]:
 
 def run(options: Options) -> None:
     ray = _import_ray()
-    from ray import serve
-
-    from cogserve.deploy.ray_app import CogserveReplica
-
     config = load_config(options.directory, options.predictor)
     config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
     slots = env_int("COG_MAX_CONCURRENCY", None) or config.concurrency or 1
     settings = {name: os.environ.get(name, value) for name, value in RAY_DEFAULTS.items()}
+    files = None
     if options.ingress is Ingress.HAPROXY:
         _check_haproxy()
         settings |= HAPROXY_ENV
+        if not options.address:
+            # in /tmp, as Ray's default: HAProxy refuses a socket path over 97 bytes and
+            # Ray adds the node's 56-character id
+            files = tempfile.mkdtemp(prefix="cogserve-", dir="/tmp")
+            settings |= {name: os.environ.get(name, os.path.join(files, leaf))
+                         for name, leaf in HAPROXY_FILES.items()}
     os.environ.update(settings)  # a local cluster's processes inherit them
-    runtime_env = {"env_vars": settings}  # this job's actors on a running cluster
-    if options.address:
+    try:
+        _serve(ray, options, str(config.directory), slots, runtime_env={"env_vars": settings})
+    finally:
+        if files is not None:
+            shutil.rmtree(files, ignore_errors=True)
+
+
+def _serve(ray: Any, options: Options, directory: str, slots: int,
+           runtime_env: dict[str, Any]) -> None:
+    """Start Ray (or join --address), deploy, serve until SIGTERM/SIGINT, shut down."""
+    from ray import serve
+
+    from cogserve.deploy.ray_app import CogserveReplica
+
+    if options.address:  # runtime_env: this job's actors on a running cluster
         ray.init(address=options.address, include_dashboard=False, runtime_env=runtime_env)
     else:  # logical CPUs: room for every replica and one replacement at a time
         wanted = math.ceil(options.num_cpus * (max(options.replicas, _max_replicas(options)) + 1))
@@ -163,7 +191,7 @@ def run(options: Options) -> None:
                     logging_config=LOGGING)
         deployment = serve.deployment(CogserveReplica, name="model",
                                       **deployment_options(options, slots))
-        serve.run(deployment.bind(str(config.directory), options.predictor,
+        serve.run(deployment.bind(directory, options.predictor,
                                   options.model_name, options.ingress),
                   name=APP_NAME, route_prefix="/")
         print(f"serving on http://{options.host}:{options.port} (Ray Serve, "
