@@ -13,9 +13,10 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from enum import StrEnum
 from itertools import chain
 from typing import Any
+
+from cogserve.datatypes import Datatype, Family, named
 
 
 class TensorError(Exception):
@@ -30,48 +31,6 @@ class TensorError(Exception):
         self.headers = headers or []
 
 
-class Family(StrEnum):
-    """What a V2 datatype's elements are, whatever their size."""
-
-    BOOL = "bool"
-    INT = "int"
-    UINT = "uint"
-    FLOAT = "float"
-    BYTES = "bytes"
-
-
-class Datatype(StrEnum):
-    """A V2 datatype: the member is its wire name (a str, so it goes into JSON and
-    messages as it is), and carries how its elements are packed."""
-
-    size: int  # bytes per element; 0 for BYTES (length-prefixed)
-    code: str  # array typecode ("e" means struct's half float; "?" bool; "" bytes)
-    family: Family
-
-    def __new__(cls, name: str, size: int, code: str, family: Family) -> Datatype:
-        member = str.__new__(cls, name)
-        member._value_ = name
-        member.size = size
-        member.code = code
-        member.family = family
-        return member
-
-    BOOL = ("BOOL", 1, "?", Family.BOOL)
-    UINT8 = ("UINT8", 1, "B", Family.UINT)
-    UINT16 = ("UINT16", 2, "H", Family.UINT)
-    UINT32 = ("UINT32", 4, "I", Family.UINT)
-    UINT64 = ("UINT64", 8, "Q", Family.UINT)
-    INT8 = ("INT8", 1, "b", Family.INT)
-    INT16 = ("INT16", 2, "h", Family.INT)
-    INT32 = ("INT32", 4, "i", Family.INT)
-    INT64 = ("INT64", 8, "q", Family.INT)
-    FP16 = ("FP16", 2, "e", Family.FLOAT)
-    FP32 = ("FP32", 4, "f", Family.FLOAT)
-    FP64 = ("FP64", 8, "d", Family.FLOAT)
-    BYTES = ("BYTES", 0, "", Family.BYTES)
-
-
-_BY_NAME: dict[str, Datatype] = {d.value: d for d in Datatype}  # a constant table
 _FP32_MAX = 3.4028234663852886e38
 _SWAP = sys.byteorder != "little"  # the wire format is little-endian
 _LEN = struct.Struct("<I")
@@ -79,10 +38,10 @@ _LEN = struct.Struct("<I")
 
 def datatype(name: Any, where: str) -> Datatype:
     """The datatype a request names (its exact wire name), or a TensorError."""
-    found = _BY_NAME.get(name) if isinstance(name, str) else None
+    found = named(name) if isinstance(name, str) else None
     if found is None:
         raise TensorError(f"{where}: unknown datatype {name!r}; use one of "
-                          f"{', '.join(_BY_NAME)}")
+                          f"{', '.join(Datatype)}")
     return found
 
 

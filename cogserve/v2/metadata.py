@@ -20,7 +20,8 @@ from typing import Any
 import orjson
 
 from cogserve import jsoncodec
-from cogserve.v2.codec import Datatype, Family, Tensor, TensorError, datatype
+from cogserve.datatypes import Datatype, Family
+from cogserve.v2.codec import Tensor, TensorError, datatype
 from cogserve.validation import resolve
 
 
