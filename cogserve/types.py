@@ -13,6 +13,8 @@ import pathlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeVar
 
+from cogserve.datatypes import Datatype, Family, named
+
 T = TypeVar("T")
 
 
@@ -52,23 +54,20 @@ class Opaque:
     """Marker for `Annotated[T, Opaque]`: the value is passed through unvalidated."""
 
 
-# V2 datatype names, and the numpy names a model may declare instead
-TENSOR_DATATYPES = ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
-                    "INT64", "FP16", "FP32", "FP64", "BYTES")
-_NUMPY_NAMES = {"bool": "BOOL", "bool_": "BOOL", "uint8": "UINT8", "uint16": "UINT16",
-                "uint32": "UINT32", "uint64": "UINT64", "int8": "INT8", "int16": "INT16",
-                "int32": "INT32", "int64": "INT64", "float16": "FP16", "float32": "FP32",
-                "float64": "FP64", "object_": "BYTES", "bytes_": "BYTES", "str_": "BYTES"}
+# The numpy names a model may declare instead of a V2 datatype name
+_NUMPY_NAMES = {f"{d.family}{8 * d.size}": d for d in Datatype
+                if d.family in (Family.INT, Family.UINT, Family.FLOAT)} | {
+    "bool": Datatype.BOOL, "bool_": Datatype.BOOL, "object_": Datatype.BYTES,
+    "bytes_": Datatype.BYTES, "str_": Datatype.BYTES}
 
 
 def tensor_datatype(value: Any) -> str:
     """"FP32", "float32", numpy.float32 or numpy.dtype("float32") -> "FP32"."""
     name = getattr(value, "__name__", None) or getattr(value, "name", None) or str(value)
-    if name.upper() in TENSOR_DATATYPES:
-        return name.upper()
-    if name in _NUMPY_NAMES:
-        return _NUMPY_NAMES[name]
-    raise TypeError(f"{value!r} is not a tensor datatype; use one of {', '.join(TENSOR_DATATYPES)}")
+    found = named(name.upper()) or _NUMPY_NAMES.get(name)
+    if found is None:
+        raise TypeError(f"{value!r} is not a tensor datatype; use one of {', '.join(Datatype)}")
+    return found.value
 
 
 class Tensor:
