@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from cogserve.datatypes import Datatype, Family
 from cogserve.protocol import (
     TENSOR_B64,
     TENSOR_FILE,
@@ -21,13 +22,19 @@ from cogserve.protocol import (
 )
 from cogserve.worker import handover
 
-NUMPY_DTYPES: dict[str, Any] = {
-    "BOOL": np.dtype(np.bool_), "UINT8": np.dtype("<u1"), "UINT16": np.dtype("<u2"),
-    "UINT32": np.dtype("<u4"), "UINT64": np.dtype("<u8"), "INT8": np.dtype("<i1"),
-    "INT16": np.dtype("<i2"), "INT32": np.dtype("<i4"), "INT64": np.dtype("<i8"),
-    "FP16": np.dtype("<f2"), "FP32": np.dtype("<f4"), "FP64": np.dtype("<f8"),
-    "BYTES": np.dtype(object),
-}
+_KIND = {Family.INT: "i", Family.UINT: "u", Family.FLOAT: "f"}  # numpy's kind letters
+
+
+def _numpy_dtype(datatype: Datatype) -> Any:
+    """numpy's dtype for a V2 datatype: little-endian, as the wire format is."""
+    if datatype.family is Family.BOOL:
+        return np.dtype(np.bool_)
+    if datatype.family is Family.BYTES:
+        return np.dtype(object)
+    return np.dtype(f"<{_KIND[datatype.family]}{datatype.size}")
+
+
+NUMPY_DTYPES: dict[str, Any] = {d.value: _numpy_dtype(d) for d in Datatype}
 Declared = tuple[str | None, tuple[int, ...] | None] | None
 
 
