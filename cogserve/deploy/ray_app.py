@@ -85,7 +85,7 @@ class _ReplicaApp:
                 or self.service.recent.holds(ident)
                 or any(name == FORWARDED for name, _ in scope["headers"])):
             return False
-        address = await forwarder.home(ident)
+        address = await forwarder.home(ident, creating=scope["method"] == "PUT")
         return address is not None and await forwarder.forward(address, ident, scope,
                                                                receive, send)
 

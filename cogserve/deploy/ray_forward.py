@@ -81,17 +81,23 @@ class Forwarder:
         self.homes = Homes()
         self._client: httpx.AsyncClient | None = None
 
-    async def home(self, ident: str, *, fresh: bool = False) -> str | None:
+    async def home(self, ident: str, *, creating: bool = False,
+                   fresh: bool = False) -> str | None:
         """The address of the id's home, or None when it is this replica.
 
         Only the replicas the controller lists count, this one included: a replica that
         has just started, and is not listed yet, sends a client-chosen id where the
         listed ones do rather than keep it (two homes for one id). With none listed
-        (the first replica starting), this one serves.
+        (the first replica starting), this one serves. `creating` (a PUT of an id this
+        replica does not hold): before keeping it, the decision is taken again on the
+        controller's current list, since another replica whose list is newer than this
+        one's (up to REFRESH_SECONDS old) may be keeping it too.
         """
         addresses = await self.peers.addresses(fresh=fresh)
         home = self.homes.home(ident, sorted(addresses))
         if home is None or home == self.peers.me:
+            if creating and not fresh:
+                return await self.home(ident, creating=True, fresh=True)
             return None
         self.homes.pin(ident, home)
         return addresses[home]

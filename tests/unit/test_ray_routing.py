@@ -75,3 +75,21 @@ def test_a_replica_not_yet_listed_sends_ids_where_the_listed_ones_do():
         assert asyncio.run(newcomer.home(ident)) == listed[rendezvous(ident, listed)]
     alone = Forwarder(_Peers("replica-a", {}))  # nobody listed yet: it serves
     assert asyncio.run(alone.home("any-client-chosen-id")) is None
+
+
+def test_a_new_id_is_kept_only_on_the_controllers_current_list():
+    """A PUT that would create an id here asks the controller again first: a replica
+    listed since this one last looked may be its home (and keep it too)."""
+    peers = _Peers("replica-a", {"replica-a": "127.0.0.1:30000"})
+    forwarder = Forwarder(peers)
+    ident = next(f"id-{n}" for n in range(100)
+                 if rendezvous(f"id-{n}", ["replica-a", "replica-b"]) == "replica-b")
+
+    async def scenario() -> None:
+        assert await forwarder.home(ident) is None  # the list it has: only itself
+        peers.listed["replica-b"] = "127.0.0.1:30001"  # listed meanwhile
+        assert await forwarder.home(ident) is None  # a GET or cancel uses the cached list
+        assert await forwarder.home(ident, creating=True) == "127.0.0.1:30001"
+        assert peers.fetches == 2
+
+    asyncio.run(scenario())
