@@ -17,11 +17,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 
 from cogserve.deploy.ray_routing import Homes
+from cogserve.http.asgi import Receive, Scope, Send
 
 FORWARDED = b"x-cogserve-forwarded"  # set on a forwarded request: its receiver serves it
 REFRESH_SECONDS = 1.0  # how old the list of replicas may be before a lookup refreshes it
@@ -31,10 +31,6 @@ HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te"
                         b"transfer-encoding", b"upgrade"})
 # the forwarded request gets its own Host and framing (its body is sent chunked)
 NOT_FORWARDED = HOP_BY_HOP | {b"host", b"content-length"}
-
-Scope = dict[str, Any]
-Receive = Any
-Send = Any
 
 
 class Peers:
