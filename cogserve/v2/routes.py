@@ -43,7 +43,7 @@ from cogserve.runtime.errors import (
     UnknownPrediction,
 )
 from cogserve.runtime.events import RuntimeEvent
-from cogserve.runtime.service import Service, generate_id
+from cogserve.runtime.service import Service
 from cogserve.runtime.states import DEAD, SERVING, Status
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ElementKind, Layout, ModelMetadata, PackedTensor
@@ -182,10 +182,10 @@ class V2Routes:
     # ------------------------------------------------------------ health and metadata
 
     async def _is_ready(self) -> bool:
-        if self.service.shutting_down or self.service.health not in SERVING:
+        if self.service.shutting_down or self.service.current_health not in SERVING:
             return False
-        doc = await self.service.health_document()  # runs the user healthcheck, if any
-        return doc["status"] in SERVING
+        health = await self.service.health()  # runs the user healthcheck, if any
+        return health.status in SERVING
 
     async def _health(self, send: Send, which: str) -> None:
         if which == "live":
@@ -231,7 +231,7 @@ class V2Routes:
         try:
             ready = {k: self._for_worker(v, files) if isinstance(v, PackedTensor) else v
                      for k, v in raw_input.items()}
-            prediction = service.create(generate_id(), ready, timeout=timeout)
+            prediction = service.create(service.new_id(), ready, timeout=timeout)
             scope[PREDICTION_KEY] = prediction
             if not await wait_or_cancel(service, prediction, receive):
                 return

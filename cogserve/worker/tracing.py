@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cogserve.observability import spans
+from cogserve import spans
 from cogserve.protocol import KIND, FromWorker
 from cogserve.runtime.states import Status as PredictionStatus
 
