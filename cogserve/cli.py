@@ -23,7 +23,7 @@ from cogserve.config import ModelConfig, load_config
 from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
-from cogserve.runtime.states import Event
+from cogserve.states import Event
 
 if TYPE_CHECKING:  # for an annotation only: the predict path imports its modules where used
     from cogserve.validation import InputValidator
@@ -331,7 +331,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
     from cogserve.runtime import settings as runtime_settings
     from cogserve.runtime.errors import Refusal
     from cogserve.runtime.service import Service
-    from cogserve.runtime.states import Health
+    from cogserve.states import Health
 
     settings = runtime_settings.for_model(config, no_env=args.no_env)
     settings.workers = 1  # one prediction: COGSERVE_WORKERS is for `serve`

@@ -16,7 +16,7 @@ from ray.serve.request_router import PendingRequest, RequestRouter, RunningRepli
 
 from cogserve.deploy.ray_forward import FORWARDED, Forwarder, Peers
 from cogserve.deploy.ray_routing import ID_MARKERS, Homes, Ingress, prediction_id, replica_tag
-from cogserve.runtime.states import Health
+from cogserve.states import Health
 
 if TYPE_CHECKING:
     from cogserve.runtime.service import Service

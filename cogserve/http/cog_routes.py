@@ -40,8 +40,8 @@ from cogserve.runtime.errors import (
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.service import Service
-from cogserve.runtime.states import Status, WebhookEvent
 from cogserve.runtime.store import Finished
+from cogserve.states import Status, WebhookEvent
 from cogserve.validation import ErrorKind, FieldError
 
 EARLY_CHECK_BYTES = 1024 * 1024  # bodies larger than this are checked for a slot first

@@ -37,7 +37,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
-from cogserve.runtime.states import Health, Status
+from cogserve.states import Health, Status
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction

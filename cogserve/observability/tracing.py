@@ -20,7 +20,7 @@ from cogserve import protocol, spans
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import header
 from cogserve.runtime.events import RuntimeEvent
-from cogserve.runtime.states import Status as PredictionStatus
+from cogserve.states import Status as PredictionStatus
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction

@@ -9,7 +9,7 @@ text a client reads.
 
 from __future__ import annotations
 
-from cogserve.runtime.states import Health
+from cogserve.states import Health
 
 
 class Refusal(Exception):

@@ -16,8 +16,8 @@ import asyncio
 import enum
 from dataclasses import dataclass, field
 
-from cogserve.runtime.states import Health
 from cogserve.runtime.supervisor import WorkerHandle
+from cogserve.states import Health
 
 
 class WorkerState(enum.Enum):

@@ -31,7 +31,7 @@ from cogserve.runtime.errors import AtCapacity, InputNotSendable, QueueFull, Unk
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.pool import Member, Slot, WorkerState
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.states import Status
+from cogserve.states import Status
 
 if TYPE_CHECKING:
     from cogserve.runtime.outputs import FileOutputs

@@ -43,10 +43,10 @@ from cogserve.runtime.predictions import Predictions
 from cogserve.runtime.resolver import Resolver
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupView
-from cogserve.runtime.states import SERVING, Health, Status, WebhookEvent
 from cogserve.runtime.store import Finished, FinishedStore
 from cogserve.runtime.supervisor import Spawner, WorkerProcess
 from cogserve.runtime.workers import ModelInfo, Workers
+from cogserve.states import SERVING, Health, Status, WebhookEvent
 from cogserve.validation import FieldError, InputValidator
 
 log = logging.getLogger("cogserve")

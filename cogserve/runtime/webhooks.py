@@ -35,7 +35,7 @@ from cogserve.envvars import env_duration, env_int
 from cogserve.netpolicy import BlockedAddress
 from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.states import Event, WebhookEvent
+from cogserve.states import Event, WebhookEvent
 
 if TYPE_CHECKING:
     import httpx

@@ -30,8 +30,8 @@ from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.pool import Member, Pool, Restart, Slot, WorkerState
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupReport
-from cogserve.runtime.states import Status
 from cogserve.runtime.supervisor import Spawner, WorkerProcess, WorkerSpec, describe_exit
+from cogserve.states import Status
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -44,7 +44,7 @@ from cogserve.runtime.errors import (
 )
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.service import Service
-from cogserve.runtime.states import DEAD, SERVING, Status
+from cogserve.states import DEAD, SERVING, Status
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ElementKind, Layout, ModelMetadata, PackedTensor
 from cogserve.validation import ErrorKind
