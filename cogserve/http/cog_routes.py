@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import cogserve
-from cogserve.http import request_document
+from cogserve.http import refusals, request_document
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.disconnect import wait_or_cancel
@@ -28,15 +28,7 @@ from cogserve.http.responses import (
     send_json,
 )
 from cogserve.protocol import Mode
-from cogserve.runtime.errors import (
-    AlreadyRunning,
-    AtCapacity,
-    InputNotSendable,
-    NotReady,
-    QueueFull,
-    Refusal,
-    UnknownPrediction,
-)
+from cogserve.runtime.errors import InputNotSendable, Refusal, UnknownPrediction
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.service import Service
@@ -53,20 +45,17 @@ _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 
 
 def refusal_response(exc: Refusal) -> HTTPError:
-    """The runtime's refusal as Cog's routes answer it (status and body)."""
-    if isinstance(exc, NotReady):
-        return HTTPError(503, {"error": str(exc), "status": Status.FAILED})
-    if isinstance(exc, AtCapacity | AlreadyRunning):
-        return HTTPError(409, {"error": str(exc), "status": Status.FAILED})
-    if isinstance(exc, QueueFull):
-        return HTTPError(429, {"error": str(exc), "status": Status.FAILED},
-                         [(b"retry-after", str(exc.retry_after).encode())])
-    if isinstance(exc, InputNotSendable):
-        return HTTPError(422, {"detail": [{"loc": ["body", "input"], "type": "value_error",
-                                           "msg": str(exc)}]})
-    if isinstance(exc, UnknownPrediction):
-        return HTTPError(404, {"error": str(exc)})
-    return HTTPError(400, {"error": str(exc), "status": Status.FAILED})
+    """The runtime's refusal as Cog's routes answer it: the status from the shared table
+    (`http/refusals.py`), the body in Cog's shape."""
+    status, headers = refusals.status_of(exc)
+    body: dict[str, Any]
+    if isinstance(exc, InputNotSendable):  # as a validation error of the input
+        body = {"detail": [{"loc": ["body", "input"], "type": "value_error", "msg": str(exc)}]}
+    elif isinstance(exc, UnknownPrediction):
+        body = {"error": str(exc)}
+    else:
+        body = {"error": str(exc), "status": Status.FAILED}
+    return HTTPError(status, body, headers)
 
 
 class CogRoutes:

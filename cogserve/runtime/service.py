@@ -37,7 +37,7 @@ from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.health import Capacity, HealthSnapshot, QueueView, WorkerView
 from cogserve.runtime.history import EventHistory
 from cogserve.runtime.outputs import FileOutputs
-from cogserve.runtime.pool import Member, WorkerState
+from cogserve.runtime.pool import Member, Pool, WorkerState
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.predictions import Predictions
 from cogserve.runtime.resolver import Resolver
@@ -237,16 +237,10 @@ class Service:
                 status = Health.UNHEALTHY
         backlog = self._predictions.backlog
         pool = self._workers.pool
-        workers = None
-        if len(pool) > 1:
-            workers = tuple(WorkerView(m.index, Health(m.state.value),
-                                       m.process.pid if m.process is not None else None,
-                                       m.in_use if m.state is WorkerState.READY else 0)
-                            for m in pool.members)
         return HealthSnapshot(
             status, self.setup, self.versions, error,
             QueueView(len(backlog), backlog.capacity) if backlog is not None else None,
-            workers)
+            _worker_views(pool) if len(pool) > 1 else None)
 
     def capacity(self) -> Capacity:
         ready = [m for m in self._workers.pool.members if m.state is WorkerState.READY]
@@ -262,15 +256,7 @@ class Service:
             raise NotReady("The server is shutting down", None)
         status = self.status
         if status is not Health.READY and not self.restarting:
-            detail = {
-                Health.STARTING: "Setup has not finished yet. Wait until it has finished, or "
-                                 "GET /health-check for status.",
-                Health.SETUP_FAILED: "Setup failed: the model cannot run predictions. GET "
-                                     "/health-check for its logs.",
-                Health.DEFUNCT: f"The model is defunct ({self.fatal_reason}); restart the "
-                                "server.",
-            }.get(status, f"The model is not ready ({status})")
-            raise NotReady(detail, status)
+            raise NotReady(_not_ready(status, self.fatal_reason), status)
 
     def validate(self, raw_input: Any, mode: Mode = Mode.PREDICT) -> list[FieldError]:
         return self._validators[mode].validate(raw_input)
@@ -420,3 +406,20 @@ class _SlotsOf:
 
 
 _HEALTH_OF = {state: Health(state.value) for state in WorkerState}
+
+
+def _not_ready(status: Health, fatal_reason: str | None) -> str:
+    return {
+        Health.STARTING: "Setup has not finished yet. Wait until it has finished, or "
+                         "GET /health-check for status.",
+        Health.SETUP_FAILED: "Setup failed: the model cannot run predictions. GET "
+                             "/health-check for its logs.",
+        Health.DEFUNCT: f"The model is defunct ({fatal_reason}); restart the server.",
+    }.get(status, f"The model is not ready ({status})")
+
+
+def _worker_views(pool: Pool) -> tuple[WorkerView, ...]:
+    return tuple(WorkerView(m.index, _HEALTH_OF[m.state],
+                            m.process.pid if m.process is not None else None,
+                            m.in_use if m.state is WorkerState.READY else 0)
+                 for m in pool.members)

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cogserve import protocol
 from cogserve.config import ModelConfig, load_config
 from cogserve.exceptions import DefinitionError
-from cogserve.protocol import FromWorker, Mode, UserHealth
+from cogserve.protocol import FromWorker, Mode
 from cogserve.runtime import handover
 from cogserve.runtime.events import EventBus, RuntimeEvent
+from cogserve.runtime.healthcheck import UserHealthcheck
 from cogserve.runtime.pool import Member, Pool, Restart, Slot, WorkerState
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupReport
@@ -92,19 +93,8 @@ class Workers:
         self.served = False
         self._config_error: str | None = None  # cog.yaml --reload could not read
         self._building: asyncio.Task[None] | None = None  # the model's environment
-        self._health_waiters: dict[int, asyncio.Future[protocol.Message]] = {}
-        self._health_seq = 0
-        # One folder for all of this server's temporary files: the worker's TMPDIR and
-        # input spill files; with several workers, one subfolder each. A worker's folder
-        # is emptied when it (re)starts; the whole folder is removed at stop().
-        self.tmp_root = tempfile.mkdtemp(prefix=protocol.SERVER_DIR_PREFIX)
-        self.tmp_dirs = {self.tmp_root}
-        if len(self.pool) > 1:
-            for member in self.pool.members:
-                member.tmpdir = os.path.join(self.tmp_root, f"worker-{member.index}")
-                self.tmp_dirs.add(member.tmpdir)
-        else:
-            self.pool.members[0].tmpdir = self.tmp_root
+        self._healthcheck = UserHealthcheck(settings.healthcheck_timeout)
+        self.tmp_root, self.tmp_dirs = make_folders(self.pool)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -314,7 +304,8 @@ class Workers:
             self.model = ModelInfo(message["schema"], message["versions"],
                                    message["is_async"], message["streaming"],
                                    message["has_healthcheck"])
-            member.slots = self._slot_count(message.get("concurrency"), member.index == 0)
+            member.slots = slot_count(self.settings.concurrency or message.get("concurrency"),
+                                      self.model.is_async, warn=member.index == 0)
             self._listener.on_schema(self.model)
         elif kind == FromWorker.READY:
             if member.state is WorkerState.STARTING:
@@ -336,39 +327,14 @@ class Workers:
             log.error("%s", message["reason"])
             self._settle()
         elif kind == FromWorker.HEALTHCHECK_RESULT:
-            waiter = self._health_waiters.pop(message["id"], None)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(message)
-
-    def _slot_count(self, declared: int | None, warn: bool) -> int:
-        wanted = self.settings.concurrency or declared or 1
-        if self.model is not None and not self.model.is_async and wanted > 1:
-            if warn:
-                log.warning("run() is not async: serving one prediction at a time, not %d",
-                            wanted)
-            return 1
-        return max(1, wanted)
+            self._healthcheck.answered(message)
 
     async def user_healthcheck(self) -> str | None:
         """Run the model's healthcheck() on a ready worker: None, or what failed."""
         member = next((m for m in self.pool.members if m.state is WorkerState.READY), None)
         if member is None or member.process is None:
             return None
-        self._health_seq += 1
-        hid = self._health_seq
-        waiter: asyncio.Future[protocol.Message] = asyncio.get_running_loop().create_future()
-        self._health_waiters[hid] = waiter
-        member.process.send_control(protocol.healthcheck(hid))
-        timeout = self.settings.healthcheck_timeout
-        try:
-            result = await asyncio.wait_for(waiter, timeout)
-        except TimeoutError:
-            self._health_waiters.pop(hid, None)
-            return ("Healthcheck failed: user-defined healthcheck timed out after "
-                    f"{timeout:.1f} seconds")
-        if result.get("status") != UserHealth.HEALTHY:
-            return str(result.get("error") or "user healthcheck failed")
-        return None
+        return await self._healthcheck.ask(member.process)
 
     # ------------------------------------------------------------ exits
 
@@ -387,12 +353,7 @@ class Workers:
             self._listener.on_lost(member, f"the worker process {how} during shutdown", True)
             return
         restart = member.restart
-        if restart is Restart.CANCEL_IGNORED:
-            reason = f"the worker was stopped after a cancel was ignored ({how})"
-        elif restart is Restart.RELOAD:
-            reason = f"the worker was restarted to reload the model ({how})"
-        else:
-            reason = f"the worker process {how}"
+        reason = _exit_reason(restart, how)
         was = member.state
         member.state = WorkerState.DEFUNCT  # no slot free until it is ready again
         self._listener.on_lost(member, reason, False)
@@ -419,10 +380,44 @@ class Workers:
         self._settle()
 
 
+def slot_count(wanted: int | None, is_async: bool, *, warn: bool) -> int:
+    """A worker's slots: the concurrency asked for (flag, else the model's), one for a
+    sync run()."""
+    wanted = wanted or 1
+    if not is_async and wanted > 1:
+        if warn:
+            log.warning("run() is not async: serving one prediction at a time, not %d", wanted)
+        return 1
+    return max(1, wanted)
+
+
+def _exit_reason(restart: Restart, how: str) -> str:
+    if restart is Restart.CANCEL_IGNORED:
+        return f"the worker was stopped after a cancel was ignored ({how})"
+    if restart is Restart.RELOAD:
+        return f"the worker was restarted to reload the model ({how})"
+    return f"the worker process {how}"
+
+
 def _cancel_setup_timer(member: Member) -> None:
     if member.setup_timer is not None:
         member.setup_timer.cancel()
         member.setup_timer = None
+
+
+def make_folders(pool: Pool) -> tuple[str, set[str]]:
+    """One folder for all of this server's temporary files: the worker's TMPDIR and input
+    spill files; with several workers, one subfolder each. A worker's folder is emptied
+    when it (re)starts; the whole folder is removed at `Workers.stop`."""
+    root = tempfile.mkdtemp(prefix=protocol.SERVER_DIR_PREFIX)
+    folders = {root}
+    if len(pool) > 1:
+        for member in pool.members:
+            member.tmpdir = os.path.join(root, f"worker-{member.index}")
+            folders.add(member.tmpdir)
+    else:
+        pool.members[0].tmpdir = root
+    return root, folders
 
 
 def clear_folder(folder: str) -> None:

@@ -21,6 +21,7 @@ import orjson
 
 import cogserve
 from cogserve import jsoncodec, protocol
+from cogserve.http import refusals
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.disconnect import wait_or_cancel
@@ -33,15 +34,7 @@ from cogserve.http.responses import (
     send_json,
 )
 from cogserve.runtime import handover
-from cogserve.runtime.errors import (
-    AlreadyRunning,
-    AtCapacity,
-    InputNotSendable,
-    NotReady,
-    QueueFull,
-    Refusal,
-    UnknownPrediction,
-)
+from cogserve.runtime.errors import Refusal
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.service import Service
 from cogserve.states import DEAD, SERVING, Status
@@ -58,17 +51,8 @@ MAX_UINT64 = 2**64 - 1
 
 def refusal_error(exc: Refusal) -> TensorError:
     """The runtime's refusal in V2's error shape: {"error": message} with its status."""
-    if isinstance(exc, NotReady):
-        return TensorError(str(exc), 503)
-    if isinstance(exc, AtCapacity | AlreadyRunning):
-        return TensorError(str(exc), 409)
-    if isinstance(exc, QueueFull):  # as Cog's routes answer it: when to try again
-        return TensorError(str(exc), 429, [(b"retry-after", str(exc.retry_after).encode())])
-    if isinstance(exc, InputNotSendable):
-        return TensorError(str(exc), 422)
-    if isinstance(exc, UnknownPrediction):
-        return TensorError(str(exc), 404)
-    return TensorError(str(exc))
+    status, headers = refusals.status_of(exc)  # the table both front ends share
+    return TensorError(str(exc), status, headers)
 
 
 class V2Routes:
