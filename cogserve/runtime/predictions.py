@@ -259,7 +259,8 @@ class Predictions:
             slot = prediction.slot
             if slot is not None:
                 slot.release()
-                self._slots.released(slot.member)
+                if slot.member.draining:  # a reload waits for it to be idle
+                    self._slots.released(slot.member)
                 if self.backlog is not None:
                     self.run_queued()
             elif self.backlog is not None:

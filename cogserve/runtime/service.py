@@ -252,7 +252,7 @@ class Service:
 
     def check_accepting(self) -> None:
         """Raise NotReady unless a prediction could be created now (slots aside)."""
-        if self.shutting_down:
+        if self._workers.shutting_down:
             raise NotReady("The server is shutting down", None)
         status = self.status
         if status is not Health.READY and not self.restarting:
@@ -305,7 +305,8 @@ class Service:
         if prediction_id in predictions.running:
             raise AlreadyRunning(prediction_id)
         member = predictions.place()
-        schema = self.schema or {}
+        model = self._model
+        schema = model.schema if model is not None else {}
         output = schema.get("components", {}).get("schemas", {}).get(
             "TrainingOutput" if mode is Mode.TRAIN else "Output", {})
         prediction = Prediction(
@@ -322,7 +323,7 @@ class Service:
         prediction.timeout = min(timeout, limit) if timeout and limit else (timeout or limit)
         for listener in listeners or ():
             prediction.subscribe(listener)
-        if self.streaming:  # SSE replay; other models pay nothing
+        if model is not None and model.streaming:  # SSE replay; other models pay nothing
             prediction.subscribe(EventHistory(self.settings.stream_history,
                                              self.settings.stream_history_bytes))
         if remember:  # last: on `completed` the SSE history above is already complete

@@ -276,7 +276,7 @@ class Workers:
         member.process.kill()
 
     def released(self, member: Member) -> None:
-        """A slot of `member` was given back: a reloading worker that is now idle stops
+        """A slot of a draining `member` was given back: a reloading worker now idle stops
         (its exit restarts it)."""
         if member.draining and member.idle and member.process is not None \
                 and member.restart is Restart.RELOAD:
