@@ -26,7 +26,8 @@ from cogserve.http.responses import PREDICTION_KEY
 from cogserve.observability import ObservabilityOptions, build
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.service import Service, Settings
+from cogserve.runtime.service import Service
+from cogserve.runtime.settings import Settings
 
 REQUESTS = 20_000
 RUNS = 7

@@ -17,7 +17,8 @@ from typing import Any
 from cogserve.config import ModelConfig
 from cogserve.http.app import App, ItemHandler
 from cogserve.http.cog_routes import CogRoutes
-from cogserve.runtime.service import Service, Settings
+from cogserve.runtime.service import Service
+from cogserve.runtime.settings import ObservabilityOptions, Settings
 
 WEBHOOK_DRAIN_SECONDS = 10.0
 DEFAULT_MAX_BODY = 128 * 1024 * 1024
@@ -66,7 +67,7 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
     from cogserve import observability
 
     watch = observability.build(
-        service, service.settings.observability or observability.ObservabilityOptions())
+        service, service.settings.observability or ObservabilityOptions())
     routes.update(watch.routes)
     return App(service, cog, routes=routes, prefixed=prefixed,
                # the Open Inference Protocol on the same service

@@ -23,7 +23,7 @@ from cogserve.config import ModelConfig, load_config
 from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
-from cogserve.runtime.states import Event
+from cogserve.states import Event
 
 if TYPE_CHECKING:  # for an annotation only: the predict path imports its modules where used
     from cogserve.validation import InputValidator
@@ -144,7 +144,7 @@ def _capacity_flags(serve: argparse.ArgumentParser) -> None:
 
 
 def _apply_capacity(args: argparse.Namespace, settings: Any) -> None:
-    from cogserve.runtime.service import parse_gpus
+    from cogserve.runtime.settings import parse_gpus
 
     for name in ("queue_size", "queue_timeout", "predict_timeout", "workers"):
         value = getattr(args, name)
@@ -215,25 +215,18 @@ class _JSONFormatter(_Formatter):
         return orjson.dumps(doc, default=str).decode()
 
 
-def _apply_environment(config: ModelConfig) -> None:
-    for key, value in config.environment.items():
-        os.environ.setdefault(key, value)
-
-
 def _serve(args: argparse.Namespace) -> None:
     from cogserve import assembly
-    from cogserve.envs import model_env
     from cogserve.http import server
-    from cogserve.observability import ObservabilityOptions
-    from cogserve.runtime.service import Settings
+    from cogserve.runtime import settings as runtime_settings
+    from cogserve.runtime.settings import ObservabilityOptions
 
     config = load_config(args.directory, args.predictor)
-    _apply_environment(config)
     config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
-    settings = Settings.from_env(config, upload_url=args.upload_url)
+    settings = runtime_settings.for_model(config, upload_url=args.upload_url,
+                                          no_env=args.no_env)
     settings.model_name = args.model_name
     settings.model_version = args.model_version
-    settings.environment = model_env.for_model(config, args.no_env)
     settings.playground = args.playground
     _apply_capacity(args, settings)
     settings.observability = ObservabilityOptions.from_env(
@@ -252,7 +245,9 @@ def _schema(args: argparse.Namespace) -> None:
 
     config = load_config(args.directory, args.predictor)
     _reexec_in_model_env(config, args)
-    _apply_environment(config)
+    from cogserve.runtime.settings import apply_environment
+
+    apply_environment(config)
     output = pathlib.Path(args.output).resolve() if args.output else None
     os.chdir(config.directory)  # as the worker does: the model may read files at import
     with _stdout_to_stderr():  # a model that prints while loading must not corrupt the JSON
@@ -316,7 +311,6 @@ def _predict(args: argparse.Namespace, mode: Mode) -> int:
     if not env_text("COG_LOG_LEVEL"):  # every error is printed once, plainly, below
         logging.getLogger("cogserve").setLevel(logging.CRITICAL)
     config = load_config(args.directory, args.predictor)
-    _apply_environment(config)
     config.ref(mode)
     from cogserve.cli_inputs import InputError, read_json_argument
 
@@ -332,16 +326,15 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
                          given: dict[str, Any] | None) -> int:
     from cogserve.cli_inputs import InputError
     from cogserve.cli_output import OutputError, Presenter, writable_target
-    from cogserve.envs import model_env
     from cogserve.envs.builder import EnvBuildError
     from cogserve.envs.command import to_stderr
+    from cogserve.runtime import settings as runtime_settings
     from cogserve.runtime.errors import Refusal
-    from cogserve.runtime.service import Service, Settings, generate_id
-    from cogserve.runtime.states import Health
+    from cogserve.runtime.service import Service
+    from cogserve.states import Health
 
-    settings = Settings.from_env(config)
+    settings = runtime_settings.for_model(config, no_env=args.no_env)
     settings.workers = 1  # one prediction: COGSERVE_WORKERS is for `serve`
-    settings.environment = model_env.for_model(config, args.no_env)
     if settings.environment is not None:  # built here, before the worker, with live progress
         try:
             await settings.environment.prepare(to_stderr)
@@ -364,14 +357,14 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
     waiter: asyncio.Future[Any] = asyncio.ensure_future(service.ready.wait())
     await asyncio.wait([go, waiter], return_when=asyncio.FIRST_COMPLETED)
     if not go.done():
-        reason = service.fatal_reason or service.setup["logs"].strip() or "the worker exited"
+        reason = service.fatal_reason or service.setup.logs.strip() or "the worker exited"
         print(f"error: {reason}", file=sys.stderr)
         await service.stop()
         return 1
     assert service.schema is not None
     components = service.schema["components"]["schemas"]
     try:
-        raw = _command_line_inputs(args, given, service.validators[mode], components)
+        raw = _command_line_inputs(args, given, service.validator(mode), components)
         # `cog train` has no whole-response form: its --json is only a way to give inputs
         whole_json = given is not None and mode is not Mode.TRAIN
         explicit = args.output is not None or mode is Mode.TRAIN
@@ -384,14 +377,14 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
     service.go()
     await service.ready.wait()
     if service.status is not Health.READY:  # its logs were printed as they came
-        lines = service.setup["logs"].strip().splitlines()
+        lines = service.setup.logs.strip().splitlines()
         print(f"error: setup() failed: {lines[-1] if lines else 'the worker exited'}",
               file=sys.stderr)
         await service.stop()
         return 1
     output_schema = components.get("TrainingOutput" if mode is Mode.TRAIN else "Output", {})
     try:
-        prediction = service.create(generate_id(), raw, mode=mode, listeners=[_print_logs])
+        prediction = service.create(service.new_id(), raw, mode=mode, listeners=[_print_logs])
     except Refusal as exc:  # the CLI's one mapping of what the runtime refuses
         print(f"error: {exc}", file=sys.stderr)
         await service.stop()

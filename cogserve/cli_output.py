@@ -25,7 +25,7 @@ import sys
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from cogserve.runtime.states import Status
+from cogserve.states import Status
 
 
 class OutputError(Exception):

@@ -70,11 +70,6 @@ class UserHealth(StrEnum):
     UNHEALTHY = "unhealthy"
 
 
-class LogSource(StrEnum):
-    STDOUT = "stdout"
-    STDERR = "stderr"
-
-
 # ---------------------------------------------------------------- files between processes
 
 # An output file: the worker sends {FILE_KEY: absolute path}; the parent replaces the

@@ -11,8 +11,8 @@ import copy
 from typing import Any
 
 from cogserve.runner import MISSING
-from cogserve.runtime.states import Status, WebhookEvent
 from cogserve.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
+from cogserve.states import Status, WebhookEvent
 from cogserve.types import Secret
 
 _JSON_TYPES = {TypeKind.STR: "string", TypeKind.INT: "integer", TypeKind.FLOAT: "number",

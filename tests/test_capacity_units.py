@@ -6,7 +6,7 @@ import asyncio
 
 from cogserve.runtime.backlog import Backlog
 from cogserve.runtime.pool import Member, Pool, Slot, WorkerState
-from cogserve.runtime.service import parse_gpus
+from cogserve.runtime.settings import parse_gpus
 
 
 def _ready(pool: Pool, *free: int) -> None:

@@ -110,7 +110,7 @@ def test_without_otel_variables_nothing_of_opentelemetry_is_imported(tmp_path: P
         "import sys\n"
         "from cogserve.config import load_config\n"
         "from cogserve.assembly import build\n"
-        "from cogserve.runtime.service import Settings\n"
+        "from cogserve.runtime.settings import Settings\n"
         f"config = load_config({str(model)!r})\n"
         "app, service, _ = build(config, Settings.from_env(config))\n"
         "import shutil; shutil.rmtree(service.tmp_root)\n"

@@ -9,14 +9,17 @@ from __future__ import annotations
 import os
 import pickle
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray import serve
 from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
 from cogserve.deploy.ray_forward import FORWARDED, Forwarder, Peers
 from cogserve.deploy.ray_routing import ID_MARKERS, Homes, Ingress, prediction_id, replica_tag
-from cogserve.runtime.states import Health
+from cogserve.states import Health
+
+if TYPE_CHECKING:
+    from cogserve.runtime.service import Service
 
 QUEUE_HEADROOM = 16  # requests a replica takes beyond its slots (cancels, GETs, queued)
 
@@ -66,7 +69,7 @@ class _ReplicaApp:
     (so Ray routes nothing to it before setup() is done), stopped after a drain. Under
     HAProxy (`forwarder` set) a request for a prediction held elsewhere is passed on."""
 
-    def __init__(self, app: ASGI, service: Any, forwarder: Forwarder | None) -> None:
+    def __init__(self, app: ASGI, service: Service, forwarder: Forwarder | None) -> None:
         self.app = app
         self.service = service
         self.forwarder = forwarder
@@ -81,8 +84,7 @@ class _ReplicaApp:
     async def _forwarded(self, forwarder: Forwarder, scope: dict[str, Any], receive: Any,
                          send: Any) -> bool:
         ident = prediction_id(scope["path"])
-        if (ident is None or ident in self.service.predictions
-                or self.service.recent.holds(ident)
+        if (ident is None or self.service.holds(ident)
                 or any(name == FORWARDED for name, _ in scope["headers"])):
             return False
         address = await forwarder.home(ident, creating=scope["method"] == "PUT")
@@ -95,7 +97,7 @@ class _ReplicaApp:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.service.shutting_down = True
+                self.service.begin_shutdown()
                 await self.service.drain()
                 await self.service.stop()
                 if self.forwarder is not None:
@@ -115,16 +117,12 @@ class CogserveReplica:
     async def __init__(self, directory: str, predictor: str | None,  # type: ignore[misc]
                        model_name: str | None, ingress: Ingress) -> None:  # Ray awaits it
         from cogserve import assembly
-        from cogserve.cli import _apply_environment
         from cogserve.config import load_config
-        from cogserve.envs import model_env
-        from cogserve.runtime.service import Settings
+        from cogserve.runtime import settings as runtime_settings
 
         config = load_config(directory, predictor)
-        _apply_environment(config)
-        settings = Settings.from_env(config)
+        settings = runtime_settings.for_model(config)  # with cog.yaml's packages (#18)
         settings.model_name = model_name
-        settings.environment = model_env.for_model(config)  # cog.yaml's packages (#18)
         context = serve.get_replica_context()
         me = context.replica_id.unique_id
         settings.id_prefix = replica_tag(me)
@@ -135,7 +133,7 @@ class CogserveReplica:
         await self.service.start()
         await self.service.ready.wait()
         if self.service.status is not Health.READY:
-            logs = self.service.setup["logs"].strip().splitlines()
+            logs = self.service.setup.logs.strip().splitlines()
             await self.service.stop()
             raise ReplicaFailed(f"setup() failed: {logs[-1] if logs else 'worker exited'}")
         forwarder = Forwarder(Peers(context.app_name, me)) if ingress is Ingress.HAPROXY else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cogserve.http.asgi import ASGIApp, Receive, Scope, Send
 from cogserve.http.cog_routes import CogRoutes, refusal_response
@@ -19,16 +19,22 @@ from cogserve.http.responses import HTTPError, PlainError, RequestError, send_js
 from cogserve.protocol import Mode
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.service import Service
-from cogserve.runtime.states import Status
-
-if TYPE_CHECKING:
-    from cogserve.observability.requests import RequestObserver
+from cogserve.states import Status
 
 log = logging.getLogger("cogserve")
 
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
 ItemHandler = Callable[[Scope, Receive, Send, str, str], Awaitable[None]]
 Guard = Callable[[Scope], None]  # raises HTTPError for a request it refuses
+
+
+class Observer(Protocol):
+    """What is put around every request (`observability.requests.RequestObserver`): a
+    protocol here, so http/ never imports observability (which imports http/)."""
+
+    def around(self, respond: Handler, route_of: Callable[[str], str]) -> Handler: ...
+
+
 # route templates of the id routes, for `App.route_of`
 _ITEM_TEMPLATES = {"/predictions/": "{prediction_id}", "/trainings/": "{training_id}"}
 
@@ -38,7 +44,7 @@ class App:
                  routes: dict[str, dict[str, Handler]] | None = None,
                  prefixed: Sequence[tuple[str, ItemHandler]] = (),
                  mounts: Sequence[tuple[str, ASGIApp]] = (),
-                 guard: Guard | None = None, observer: RequestObserver | None = None
+                 guard: Guard | None = None, observer: Observer | None = None
                  ) -> None:
         """`routes` add to (or replace) the exact routes, `prefixed` add routes by path
         prefix, `mounts` are other front ends under a prefix; `guard` sees every request;

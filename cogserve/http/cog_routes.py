@@ -10,15 +10,13 @@ arrives as a `Refusal`; `refusal_response` is the one place it becomes Cog's ans
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import cogserve
-from cogserve.http import request_document
+from cogserve.http import refusals, request_document
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.disconnect import wait_or_cancel
@@ -30,22 +28,14 @@ from cogserve.http.responses import (
     send_json,
 )
 from cogserve.protocol import Mode
-from cogserve.runtime.errors import (
-    AlreadyRunning,
-    AtCapacity,
-    InputNotSendable,
-    NotReady,
-    QueueFull,
-    Refusal,
-    UnknownPrediction,
-)
+from cogserve.runtime.errors import InputNotSendable, Refusal, UnknownPrediction
+from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.prediction import Listener, Prediction
-from cogserve.runtime.service import Service, generate_id
-from cogserve.runtime.states import Status, WebhookEvent
+from cogserve.runtime.service import Service
 from cogserve.runtime.store import Finished
+from cogserve.states import Status, WebhookEvent
 from cogserve.validation import ErrorKind, FieldError
 
-CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
 EARLY_CHECK_BYTES = 1024 * 1024  # bodies larger than this are checked for a slot first
 # hooks that the webhook and SSE features fill in (see `cogserve.assembly`)
 WebhookListenerFactory = Callable[[str, frozenset[WebhookEvent] | None], Listener]
@@ -55,20 +45,17 @@ _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 
 
 def refusal_response(exc: Refusal) -> HTTPError:
-    """The runtime's refusal as Cog's routes answer it (status and body)."""
-    if isinstance(exc, NotReady):
-        return HTTPError(503, {"error": str(exc), "status": Status.FAILED})
-    if isinstance(exc, AtCapacity | AlreadyRunning):
-        return HTTPError(409, {"error": str(exc), "status": Status.FAILED})
-    if isinstance(exc, QueueFull):
-        return HTTPError(429, {"error": str(exc), "status": Status.FAILED},
-                         [(b"retry-after", str(exc.retry_after).encode())])
-    if isinstance(exc, InputNotSendable):
-        return HTTPError(422, {"detail": [{"loc": ["body", "input"], "type": "value_error",
-                                           "msg": str(exc)}]})
-    if isinstance(exc, UnknownPrediction):
-        return HTTPError(404, {"error": str(exc)})
-    return HTTPError(400, {"error": str(exc), "status": Status.FAILED})
+    """The runtime's refusal as Cog's routes answer it: the status from the shared table
+    (`http/refusals.py`), the body in Cog's shape."""
+    status, headers = refusals.status_of(exc)
+    body: dict[str, Any]
+    if isinstance(exc, InputNotSendable):  # as a validation error of the input
+        body = {"detail": [{"loc": ["body", "input"], "type": "value_error", "msg": str(exc)}]}
+    elif isinstance(exc, UnknownPrediction):
+        body = {"error": str(exc)}
+    else:
+        body = {"error": str(exc), "status": Status.FAILED}
+    return HTTPError(status, body, headers)
 
 
 class CogRoutes:
@@ -105,7 +92,7 @@ class CogRoutes:
         await send_json(send, 200, doc)
 
     async def health_check(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send_json(send, 200, await self.service.health_document())
+        await send_json(send, 200, health_document(await self.service.health()))
 
     async def openapi(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.service.schema is None:
@@ -130,7 +117,7 @@ class CogRoutes:
             if not service.streaming and service.schema is not None:
                 raise HTTPError(406, {"error": "This model does not support streaming responses."
                                                " Add @cog.streaming to predict() to enable SSE."})
-        if path_id is None or path_id not in service.predictions:
+        if path_id is None or service.running(path_id) is None:
             _refuse_large_body_early(service, scope)
         body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
         if request_document.check_content_type(scope):
@@ -146,13 +133,13 @@ class CogRoutes:
             if body_id is not None and body_id != path_id:
                 raise HTTPError(422, _detail([("body", "id"), "prediction ID must match the ID "
                                               "supplied in the URL", "value_error"]))
-            existing = service.predictions.get(path_id)
+            existing = service.running(path_id)
             if existing is not None:
                 scope[PREDICTION_KEY] = existing
                 await self._respond(scope, receive, send, existing, respond_async, wants_sse,
                                     created=False)
                 return
-            finished = service.recent.get(path_id, _kind(mode))
+            finished = service.finished(path_id, _kind(mode))
             if finished is not None:  # a retry of a finished id: answered, never run again
                 await _respond_finished(send, finished, respond_async, wants_sse)
                 return
@@ -160,7 +147,7 @@ class CogRoutes:
             if not _ID.match(body_id):
                 raise HTTPError(422, _detail([("body", "id"), _ID_RULE, "value_error"]))
             prediction_id = body_id
-        prediction_id = prediction_id or generate_id(self.service.settings.id_prefix)
+        prediction_id = prediction_id or service.new_id()
 
         service.check_accepting()
         raw_input = body.get("input", {})
@@ -206,7 +193,7 @@ class CogRoutes:
         if not await wait_or_cancel(self.service, prediction, receive, cancel=created):
             return
         # the store encoded the final object already: send those bytes, not a second dump
-        finished = self.service.recent.get(prediction.id, prediction.kind)
+        finished = self.service.finished(prediction.id, prediction.kind)
         await send_json(send, 200, finished.body if finished is not None else prediction.encoded())
 
     async def cancel(self, scope: Scope, receive: Receive, send: Send,
@@ -219,15 +206,9 @@ class CogRoutes:
         frame already on its way). The wait is bounded: a run() that ignores the cancel
         has its worker stopped after COGSERVE_CANCEL_TIMEOUT.
         """
-        kind = _kind(mode)
-        running = self.service.predictions.get(prediction_id)
-        scope[PREDICTION_KEY] = running
-        if running is not None:
-            self.service.cancel(prediction_id)
-            bound = self.service.settings.cancel_timeout + CANCEL_SETTLE_MARGIN
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(running.done), bound)
-        finished = self.service.recent.get(prediction_id, kind)
+        scope[PREDICTION_KEY] = self.service.running(prediction_id)
+        running = await self.service.cancel_and_wait(prediction_id)
+        finished = self.service.finished(prediction_id, _kind(mode))
         if finished is not None:
             await send_json(send, 200, finished.body)
         elif running is not None:  # still ending (past the bound): its state as it is now
@@ -242,21 +223,40 @@ class CogRoutes:
         Not in Cog's API: an addition for clients that poll instead of taking a webhook.
         """
         kind = _kind(mode)
-        running = self.service.predictions.get(prediction_id)
+        running = self.service.running(prediction_id)
         if running is not None and running.kind == kind:
             await send_json(send, 200, running.to_dict())
             return
-        finished = self.service.recent.get(prediction_id, kind)
+        finished = self.service.finished(prediction_id, kind)
         if finished is not None:
             await send_json(send, 200, finished.body)
             return
-        recent = self.service.recent
-        if recent.was_evicted(prediction_id):
+        bounds = self.service.evicted(prediction_id)
+        if bounds is not None:
             raise HTTPError(404, {"error": f"{kind.capitalize()} {prediction_id!r} finished but "
                                            f"was evicted from the store of recent ones: "
-                                           f"{recent.describe_bounds()}"})
+                                           f"{bounds}"})
         raise HTTPError(404, {"error": f"No {kind} with id {prediction_id!r} is running or "
                                        "recently finished"})
+
+
+def health_document(health: HealthSnapshot) -> dict[str, Any]:
+    """`/health-check`'s JSON, in the reference's keys and order."""
+    setup = health.setup
+    doc: dict[str, Any] = {"status": health.status}
+    if health.user_healthcheck_error is not None:
+        doc["user_healthcheck_error"] = health.user_healthcheck_error
+    doc["setup"] = {"started_at": setup.started_at, "completed_at": setup.completed_at,
+                    "status": setup.status, "logs": setup.logs}
+    # coglet's keys for what it can know (python_sdk, python: the model's, once its
+    # worker has said); cogserve's own version under its name, where coglet's would be
+    doc["version"] = {"cogserve": cogserve.__version__, **health.versions}
+    if health.queue is not None:
+        doc["queue"] = {"length": health.queue.length, "size": health.queue.size}
+    if health.workers is not None:
+        doc["workers"] = [{"id": w.id, "status": w.status, "pid": w.pid, "busy": w.busy}
+                          for w in health.workers]
+    return doc
 
 
 def _kind(mode: Mode) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from cogserve import jsoncodec
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import PlainError, header
-from cogserve.runtime.states import WebhookEvent
+from cogserve.states import WebhookEvent
 from cogserve.validation import show
 
 UNSUPPORTED_TYPE = "Expected request with `Content-Type: application/json`"

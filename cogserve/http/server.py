@@ -20,7 +20,7 @@ import uvicorn
 from cogserve.http.asgi import ASGIApp
 from cogserve.http.protocol import ConnectionLimits, protocol_class
 from cogserve.runtime.service import Service
-from cogserve.runtime.states import Health
+from cogserve.states import Health
 
 log = logging.getLogger("cogserve")
 

@@ -11,33 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cogserve.envvars import env_port, env_switch
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.runtime.events import RuntimeEvent
+from cogserve.runtime.settings import ObservabilityOptions
 
 if TYPE_CHECKING:
     from cogserve.http.app import Handler
     from cogserve.observability.metrics import Metrics
     from cogserve.observability.requests import RequestObserver
     from cogserve.runtime.service import Service
-
-
-@dataclass(frozen=True)
-class ObservabilityOptions:
-    metrics: bool = True
-    metrics_port: int | None = None  # serve /metrics here instead of on the API port
-    metrics_host: str = "127.0.0.1"
-
-    @classmethod
-    def from_env(cls, *, metrics: bool | None = None, metrics_port: int | None = None,
-                 host: str = "127.0.0.1") -> ObservabilityOptions:
-        """Flags win over COGSERVE_METRICS (0/false/off/no turns metrics off) and
-        COGSERVE_METRICS_PORT."""
-        if metrics is None:
-            metrics = env_switch("COGSERVE_METRICS", True)
-        if metrics_port is None:
-            metrics_port = env_port("COGSERVE_METRICS_PORT", None)
-        return cls(metrics=metrics, metrics_port=metrics_port, metrics_host=host)
 
 
 @dataclass(frozen=True)
@@ -50,7 +32,7 @@ class Observability:
 
 
 def build(service: Service, options: ObservabilityOptions) -> Observability:
-    from cogserve.observability import spans
+    from cogserve import spans
     from cogserve.observability.requests import RequestObserver
 
     observer = RequestObserver()
@@ -124,6 +106,6 @@ class MetricsFeed:
 
 
 async def _flush_spans() -> None:
-    from cogserve.observability import spans
+    from cogserve import spans
 
     spans.flush()

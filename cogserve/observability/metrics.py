@@ -37,8 +37,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
-from cogserve.runtime.pool import WorkerState
-from cogserve.runtime.states import Health, Status
+from cogserve.states import Health, Status
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction
@@ -199,22 +198,20 @@ class _ServiceState(Collector):
         self.service = service
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        service = self.service
-        ready = [m for m in service.pool.members if m.state is WorkerState.READY]
+        capacity = self.service.capacity()
         yield GaugeMetricFamily("cogserve_slots", "Prediction slots of the ready workers",
-                                value=sum(m.slots for m in ready))
+                                value=capacity.slots)
         yield GaugeMetricFamily("cogserve_slots_in_use", "Prediction slots running a "
-                                "prediction now", value=sum(m.in_use for m in ready))
+                                "prediction now", value=capacity.in_use)
         yield GaugeMetricFamily("cogserve_workers_ready", "Worker processes ready to serve",
-                                value=len(ready))
-        backlog = service.backlog
+                                value=capacity.workers_ready)
         yield GaugeMetricFamily("cogserve_queue_length", "Predictions waiting for a slot "
                                 "(always 0 without --queue-size)",
-                                value=len(backlog) if backlog is not None else 0)
+                                value=capacity.queue_length)
         health = GaugeMetricFamily("cogserve_health_state", "1 for the server's health state "
                                    "(as /health-check reports it), 0 for the others",
                                    labels=["state"])
-        current = service.health
+        current = self.service.current_health
         for state in HEALTH_STATES:
             health.add_metric([state], 1.0 if state == current else 0.0)
         yield health

@@ -16,12 +16,11 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from cogserve import protocol
+from cogserve import protocol, spans
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import header
-from cogserve.observability import spans
 from cogserve.runtime.events import RuntimeEvent
-from cogserve.runtime.states import Status as PredictionStatus
+from cogserve.states import Status as PredictionStatus
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction

@@ -1,15 +1,14 @@
 """What the runtime refuses, as types: each front end maps them to its own answer, once.
 
-`Service` raises these and knows nothing of HTTP; Cog's routes
-(`cogserve.http.cog_routes.refusal_response`), the V2 routes
-(`cogserve.v2.routes.refusal_error`) and the CLI (`cogserve.cli`) each turn a
-`Refusal` into their status and body in one place. The message (`str(exc)`) is the
-text a client reads.
+`Service` raises these and knows nothing of HTTP. The HTTP status of each is one table
+(`cogserve.http.refusals`), which Cog's routes (`cog_routes.refusal_response`) and V2
+(`v2.routes.refusal_error`) share, each with its own body; the CLI (`cogserve.cli`)
+prints it. The message (`str(exc)`) is the text a client reads.
 """
 
 from __future__ import annotations
 
-from cogserve.runtime.states import Health
+from cogserve.states import Health
 
 
 class Refusal(Exception):

@@ -16,7 +16,7 @@ import pathlib
 import re
 from typing import TYPE_CHECKING, Any
 
-from cogserve.observability import spans
+from cogserve import spans
 from cogserve.protocol import FILE_KEY
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.handover import discard_spilled_output, mime_type

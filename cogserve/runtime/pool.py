@@ -4,7 +4,7 @@ The pool is the one owner of worker state: which workers exist, whether each is
 starting, ready or gone, and which of its slots are taken. A slot is a value (`Slot`,
 like coglet's permit): taking one from a member gives the permit, releasing the permit
 is the only way back, and a member's free count is derived from the permits out.
-`Service` decides what a worker's message or exit means for predictions; the pool
+`Workers` decides what a worker's message or exit means; the pool
 answers where the next prediction goes (the least-loaded ready worker) and what the
 whole server's state is. With one worker (the default) every question is answered from
 `members[0]`, so the single-worker path costs what it did before pools existed.
@@ -16,8 +16,8 @@ import asyncio
 import enum
 from dataclasses import dataclass, field
 
-from cogserve.runtime.states import Health
-from cogserve.runtime.supervisor import WorkerProcess
+from cogserve.runtime.supervisor import WorkerHandle
+from cogserve.states import Health
 
 
 class WorkerState(enum.Enum):
@@ -53,7 +53,7 @@ class Member:
     """One worker process of the pool; replaced processes keep the member."""
 
     index: int
-    process: WorkerProcess | None = None
+    process: WorkerHandle | None = None
     state: WorkerState = WorkerState.STARTING
     slots: int = 1  # its concurrency, from the worker's schema message
     _held: set[Slot] = field(default_factory=set, repr=False)  # permits out

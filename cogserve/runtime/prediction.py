@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cogserve.metrics import apply_metric
-from cogserve.runtime.states import TERMINAL, Event, Status, WebhookEvent
+from cogserve.states import TERMINAL, Event, Status, WebhookEvent
 
 if TYPE_CHECKING:
     from cogserve.runtime.pool import Slot

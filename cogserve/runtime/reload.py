@@ -43,7 +43,7 @@ async def watch(service: Service, stop: asyncio.Event) -> None:
                                 watch_filter=lambda _change, path: relevant(path)):
         names = sorted({pathlib.Path(path).name for _, path in changes})
         log.info("--reload: %s changed; restarting the worker%s", ", ".join(names),
-                 "s" if len(service.pool) > 1 else "")
+                 "s" if service.worker_count > 1 else "")
         for _, path in changes:
             drop_bytecode(path)
         await service.reload()

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
@@ -22,6 +23,7 @@ from cogserve.protocol import Mode
 from cogserve.runtime.channel import AsyncChannel
 
 Handler = Callable[[protocol.Message], None]
+ExitHandler = Callable[[int | None], None]
 
 
 @dataclass
@@ -33,6 +35,25 @@ class WorkerSpec:
     schema_only: bool = False
     env: dict[str, str] | None = None
     python: str = sys.executable  # a model environment's interpreter (cogserve/envs)
+
+
+class WorkerHandle(Protocol):
+    """What the parent needs of one worker: `WorkerProcess` is the real one; the runtime's
+    unit tests pass a spawner of fakes (no subprocess)."""
+
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    async def start(self) -> None: ...
+    def send_control(self, message: protocol.Message) -> None: ...
+    def send_data(self, message: protocol.Message) -> None: ...
+    def kill(self) -> None: ...
+    async def stop(self, timeout: float = 5.0) -> None: ...
+
+
+# builds (does not start) one worker: its spec, control and data handlers, exit handler
+Spawner = Callable[[WorkerSpec, Handler, Handler, ExitHandler], WorkerHandle]
 
 
 def describe_exit(code: int | None) -> str:
@@ -51,7 +72,7 @@ class WorkerProcess:
     """One worker subprocess and its two channels."""
 
     def __init__(self, spec: WorkerSpec, on_control: Handler, on_data: Handler,
-                 on_exit: Callable[[int | None], None]) -> None:
+                 on_exit: ExitHandler) -> None:
         self.spec = spec
         self._on_control = on_control
         self._on_data = on_data

@@ -30,12 +30,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import cogserve
+from cogserve import spans
 from cogserve.envvars import env_duration, env_int
 from cogserve.netpolicy import BlockedAddress
-from cogserve.observability import spans
 from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.states import Event, WebhookEvent
+from cogserve.states import Event, WebhookEvent
 
 if TYPE_CHECKING:
     import httpx

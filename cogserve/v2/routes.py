@@ -21,6 +21,7 @@ import orjson
 
 import cogserve
 from cogserve import jsoncodec, protocol
+from cogserve.http import refusals
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.disconnect import wait_or_cancel
@@ -33,18 +34,10 @@ from cogserve.http.responses import (
     send_json,
 )
 from cogserve.runtime import handover
-from cogserve.runtime.errors import (
-    AlreadyRunning,
-    AtCapacity,
-    InputNotSendable,
-    NotReady,
-    QueueFull,
-    Refusal,
-    UnknownPrediction,
-)
+from cogserve.runtime.errors import Refusal
 from cogserve.runtime.events import RuntimeEvent
-from cogserve.runtime.service import Service, generate_id
-from cogserve.runtime.states import DEAD, SERVING, Status
+from cogserve.runtime.service import Service
+from cogserve.states import DEAD, SERVING, Status
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ElementKind, Layout, ModelMetadata, PackedTensor
 from cogserve.validation import ErrorKind
@@ -58,17 +51,8 @@ MAX_UINT64 = 2**64 - 1
 
 def refusal_error(exc: Refusal) -> TensorError:
     """The runtime's refusal in V2's error shape: {"error": message} with its status."""
-    if isinstance(exc, NotReady):
-        return TensorError(str(exc), 503)
-    if isinstance(exc, AtCapacity | AlreadyRunning):
-        return TensorError(str(exc), 409)
-    if isinstance(exc, QueueFull):  # as Cog's routes answer it: when to try again
-        return TensorError(str(exc), 429, [(b"retry-after", str(exc.retry_after).encode())])
-    if isinstance(exc, InputNotSendable):
-        return TensorError(str(exc), 422)
-    if isinstance(exc, UnknownPrediction):
-        return TensorError(str(exc), 404)
-    return TensorError(str(exc))
+    status, headers = refusals.status_of(exc)  # the table both front ends share
+    return TensorError(str(exc), status, headers)
 
 
 class V2Routes:
@@ -182,10 +166,10 @@ class V2Routes:
     # ------------------------------------------------------------ health and metadata
 
     async def _is_ready(self) -> bool:
-        if self.service.shutting_down or self.service.health not in SERVING:
+        if self.service.shutting_down or self.service.current_health not in SERVING:
             return False
-        doc = await self.service.health_document()  # runs the user healthcheck, if any
-        return doc["status"] in SERVING
+        health = await self.service.health()  # runs the user healthcheck, if any
+        return health.status in SERVING
 
     async def _health(self, send: Send, which: str) -> None:
         if which == "live":
@@ -231,7 +215,7 @@ class V2Routes:
         try:
             ready = {k: self._for_worker(v, files) if isinstance(v, PackedTensor) else v
                      for k, v in raw_input.items()}
-            prediction = service.create(generate_id(), ready, timeout=timeout)
+            prediction = service.create(service.new_id(), ready, timeout=timeout)
             scope[PREDICTION_KEY] = prediction
             if not await wait_or_cancel(service, prediction, receive):
                 return

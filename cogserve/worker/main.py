@@ -197,7 +197,7 @@ def _control_loop(control: SyncChannel, handle: Any) -> None:
 
 def _exit() -> NoReturn:
     """End the worker now; buffered trace spans are sent first (os._exit skips atexit)."""
-    spans = sys.modules.get("cogserve.observability.spans")
+    spans = sys.modules.get("cogserve.spans")
     if spans is not None:
         spans.flush()
     os._exit(0)

@@ -11,7 +11,8 @@ import pytest
 from cogserve.assembly import build_app
 from cogserve.config import ModelConfig
 from cogserve.http.app import App
-from cogserve.runtime.service import Service, Settings
+from cogserve.runtime.service import Service
+from cogserve.runtime.settings import Settings
 
 
 @pytest.fixture

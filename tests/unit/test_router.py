@@ -17,7 +17,7 @@ from cogserve.runtime.errors import (
     NotReady,
     UnknownPrediction,
 )
-from cogserve.runtime.states import Health
+from cogserve.states import Health
 
 from .helpers import call, run
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from cogserve.observability import spans
+from cogserve import spans
 
 
 @pytest.fixture(autouse=True)

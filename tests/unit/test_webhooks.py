@@ -10,8 +10,8 @@ import orjson
 from cogserve.netpolicy import URLPolicy
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.resolver import Resolver
-from cogserve.runtime.states import WebhookEvent
 from cogserve.runtime.webhooks import WebhookConfig, Webhooks
+from cogserve.states import WebhookEvent
 
 from .helpers import run
 

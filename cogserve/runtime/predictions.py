@@ -1,0 +1,320 @@
+"""The predictions in flight and queued: the single owner of their state.
+
+`Predictions` takes a built `Prediction` and either hands it to a free slot (`_hand_off`:
+the slot is taken, the frame delivered, the deadline started, the prediction marked
+started) or queues it in the `Backlog` until a slot frees. Frames from the worker are
+applied in order (`on_data`; frames that carry files are resolved first), and every end
+goes through `complete`: the slot is given back first (to the oldest queued prediction,
+if one waits), then the prediction settles and wakes its waiters. Cancels (queued: ended
+here; running: sent to the worker, and after `cancel_timeout` its worker is ended),
+deadlines and queue timeouts all end there too.
+
+It knows slots, never worker processes: what it needs of the workers is the `Slots`
+protocol (`runtime/workers.py` provides it). A later store or batcher hooks in at
+`_hand_off` (where a prediction meets a slot) and `complete` (where it ends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Collection
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+
+from cogserve import protocol
+from cogserve.protocol import FromWorker
+from cogserve.runtime import handover
+from cogserve.runtime.backlog import Backlog
+from cogserve.runtime.errors import AtCapacity, InputNotSendable, QueueFull, UnknownPrediction
+from cogserve.runtime.events import EventBus, RuntimeEvent
+from cogserve.runtime.pool import Member, Slot, WorkerState
+from cogserve.runtime.prediction import Prediction
+from cogserve.states import Status
+
+if TYPE_CHECKING:
+    from cogserve.runtime.outputs import FileOutputs
+
+log = logging.getLogger("cogserve")
+
+
+class Slots(Protocol):
+    """What the predictions need of the workers."""
+
+    @property
+    def state(self) -> WorkerState: ...
+    @property
+    def total(self) -> int: ...  # slots of all workers (the queue's Retry-After)
+    def pick(self) -> Member | None: ...
+    def deliver(self, slot: Slot, message: protocol.Message) -> None: ...
+    def send_cancel(self, slot: Slot, prediction_id: str) -> None: ...
+    def end_ignoring_cancel(self, slot: Slot, prediction_id: str) -> None: ...
+    def released(self, member: Member) -> None: ...
+
+
+class Predictions:
+    def __init__(self, slots: Slots, events: EventBus, file_outputs: FileOutputs,
+                 tmp_dirs: Collection[str], *, queue_size: int = 0,
+                 queue_timeout: float | None = None, cancel_timeout: float = 5.0) -> None:
+        self._slots = slots
+        self._events = events
+        self._file_outputs = file_outputs
+        self._tmp_dirs = tmp_dirs
+        self.cancel_timeout = cancel_timeout
+        self.running: dict[str, Prediction] = {}  # queued and running, by id
+        self.backlog: Backlog | None = None
+        if queue_size > 0:
+            self.backlog = Backlog(queue_size, queue_timeout, self._queue_timed_out)
+        self._mean_run = 1.0  # seconds, moving average: the queue's Retry-After estimate
+
+    def __len__(self) -> int:
+        return len(self.running)
+
+    def get(self, prediction_id: str) -> Prediction | None:
+        return self.running.get(prediction_id)
+
+    @property
+    def queue_full(self) -> bool:
+        """No place to wait: no queue, or a full one."""
+        return self.backlog is None or self.backlog.full
+
+    def check_capacity(self) -> None:
+        """Raise what `submit` would for want of a slot (AtCapacity) or of a place in
+        the queue (QueueFull)."""
+        if self._slots.pick() is not None:
+            return
+        backlog = self.backlog
+        if backlog is None:
+            raise AtCapacity()
+        if backlog.full:
+            raise QueueFull(backlog.capacity, backlog.retry_after(
+                max(1, self._slots.total), self._mean_run))
+
+    def place(self) -> Member | None:
+        """Where a new prediction goes: a worker with a free slot, or None for the queue;
+        raises AtCapacity or QueueFull when it can go nowhere (before it is built)."""
+        member = self._slots.pick()
+        if member is None:
+            self.check_capacity()
+        return member
+
+    def submit(self, prediction: Prediction, message: protocol.Message,
+               member: Member | None) -> None:
+        """Hand the prediction to `member` (from `place`), or queue it when None; raise
+        InputNotSendable (then nothing of it is kept)."""
+        if member is None:
+            backlog = self.backlog
+            assert backlog is not None
+            try:  # refused now (422) rather than failing once it leaves the queue
+                orjson.dumps(message)
+            except TypeError as exc:
+                self._events.emit(RuntimeEvent.PREDICTION_REFUSED, prediction=prediction)
+                raise unencodable(exc) from None
+            self.running[prediction.id] = prediction
+            backlog.push(prediction, message)
+            return
+        self.running[prediction.id] = prediction
+        try:
+            self._hand_off(member, prediction, message)
+        except TypeError as exc:  # orjson: nested too deeply, an int beyond 64 bits
+            self.running.pop(prediction.id, None)
+            _give_back(prediction)
+            self._events.emit(RuntimeEvent.PREDICTION_REFUSED, prediction=prediction)
+            raise unencodable(exc) from None
+
+    def _hand_off(self, member: Member, prediction: Prediction,
+                  message: protocol.Message) -> None:
+        """Take a slot of `member` and deliver the prediction; the deadline starts now."""
+        prediction.slot = member.acquire()
+        self._slots.deliver(prediction.slot, message)
+        if prediction.timeout:
+            prediction.deadline = asyncio.get_running_loop().call_later(
+                prediction.timeout, self._deadline_passed, prediction)
+        prediction.mark_started()
+
+    def run_queued(self) -> None:
+        """Hand waiting predictions to free slots, oldest first."""
+        backlog = self.backlog
+        if backlog is None:
+            return
+        while len(backlog) and (member := self._slots.pick()) is not None:
+            entry = backlog.pop()
+            assert entry is not None
+            prediction, message = entry
+            try:
+                self._hand_off(member, prediction, message)
+            except (TypeError, OSError) as exc:
+                _give_back(prediction)
+                self.complete(prediction, Status.FAILED, f"prediction failed: {exc}")
+
+    def fail_queued(self, reason: str) -> None:
+        if self.backlog is not None:
+            for prediction in self.backlog.drain():
+                self.complete(prediction, Status.FAILED, reason)
+
+    def _queue_timed_out(self, prediction: Prediction) -> None:
+        if self.backlog is not None and self.backlog.remove(prediction.id) is not None:
+            self.complete(prediction, Status.FAILED,
+                          f"prediction waited in the queue for more than "
+                          f"{self.backlog.timeout:g} seconds (--queue-timeout) without a "
+                          "free slot")
+
+    def _deadline_passed(self, prediction: Prediction) -> None:
+        """Past its deadline: cancelled through the normal path, then reported failed."""
+        if prediction.terminal:
+            return
+        prediction.deadline_passed = True
+        log.warning("prediction %s exceeded its deadline of %g seconds; cancelling it",
+                    prediction.id, prediction.timeout)
+        self.cancel(prediction.id)
+
+    # ------------------------------------------------------------ cancel
+
+    def cancel(self, prediction_id: str) -> Prediction:
+        """Cancel a queued or running prediction (or raise UnknownPrediction)."""
+        prediction = self.running.get(prediction_id)
+        if prediction is None:
+            raise UnknownPrediction(prediction_id)
+        slot = prediction.slot
+        if slot is None:  # still queued: it never reaches the model
+            self.complete(prediction, Status.CANCELED)
+        elif prediction.request_cancel():
+            self._slots.send_cancel(slot, prediction.id)
+            asyncio.get_running_loop().call_later(self.cancel_timeout, self._cancel_overdue,
+                                                  prediction)
+        return prediction
+
+    def _cancel_overdue(self, prediction: Prediction) -> None:
+        if not prediction.terminal and prediction.slot is not None:
+            self._slots.end_ignoring_cancel(prediction.slot, prediction.id)
+
+    # ------------------------------------------------------------ frames
+
+    def on_data(self, message: protocol.Message) -> None:
+        prediction = self.running.get(message.get("id", ""))
+        if prediction is None:  # e.g. it failed already on an upload error
+            handover.discard_folder(message, self._tmp_dirs)
+            return
+        if prediction.tail is None and not protocol.carries_files(message):
+            self._apply(prediction, message)
+            return
+        previous = prediction.tail
+        prediction.tail = asyncio.get_running_loop().create_task(
+            self._apply_later(prediction, message, previous))
+
+    async def _apply_later(self, prediction: Prediction, message: protocol.Message,
+                           previous: Awaitable[None] | None) -> None:
+        if previous is not None:
+            await previous
+        try:
+            if "output" in message and message["output"] is not None:
+                # an iterator's file is named by its place in the stream: output.<n>.ext
+                index = (len(prediction.current_output())
+                         if message[protocol.KIND] == FromWorker.OUTPUT else None)
+                message["output"] = await self._file_outputs.resolve(
+                    message["output"], prediction, index)
+        except Exception as exc:  # noqa: BLE001 - an upload failure fails the prediction
+            if not prediction.terminal:
+                if prediction.slot is not None:
+                    self._slots.send_cancel(prediction.slot, prediction.id)
+                self.complete(prediction, Status.FAILED, f"file output: {exc}")
+            handover.discard_folder(message, self._tmp_dirs)
+            return
+        self._apply(prediction, message)
+        handover.discard_folder(message, self._tmp_dirs)
+
+    def _apply(self, prediction: Prediction, message: protocol.Message) -> None:
+        if prediction.terminal:
+            return
+        prediction.mark_processing()
+        kind = message[protocol.KIND]
+        if kind == FromWorker.LOG:
+            prediction.append_log(message["source"], message["data"])
+        elif kind == FromWorker.OUTPUT:
+            prediction.append_output(message["output"])
+        elif kind == FromWorker.METRIC:
+            prediction.record_metric(message["name"], message["value"], message["mode"])
+        else:  # a terminal frame: done | failed | cancelled
+            if protocol.DOWNLOADS in message:  # file inputs the worker fetched
+                nbytes, failures = message[protocol.DOWNLOADS]
+                self._events.emit(RuntimeEvent.DOWNLOADS, bytes=nbytes, failures=failures)
+            if kind == FromWorker.DONE:
+                self.complete(prediction, Status.SUCCEEDED, output=message.get("output"),
+                              predict_time=message.get("predict_time"))
+            elif kind == FromWorker.FAILED:
+                self.complete(prediction, Status.FAILED,
+                              message.get("error") or "prediction failed")
+            elif kind == FromWorker.CANCELLED:
+                self.complete(prediction, Status.CANCELED)
+
+    # ------------------------------------------------------------ completion
+
+    def complete(self, prediction: Prediction, status: Status, error: str | None = None,
+                 output: Any = None, predict_time: float | None = None) -> None:
+        """The one way a prediction ends. Give the slot back first (to the queue's oldest,
+        if one waits), then settle the prediction (which wakes its waiters)."""
+        ended_before = prediction.terminal  # then it is not announced a second time
+        if self.running.pop(prediction.id, None) is not None:
+            slot = prediction.slot
+            if slot is not None:
+                slot.release()
+                if slot.member.draining:  # a reload waits for it to be idle
+                    self._slots.released(slot.member)
+                if self.backlog is not None:
+                    self.run_queued()
+            elif self.backlog is not None:
+                self.backlog.remove(prediction.id)
+        if prediction.deadline is not None:
+            prediction.deadline.cancel()
+        if status is Status.SUCCEEDED:
+            if self.backlog is not None and predict_time is not None:
+                self._mean_run += (predict_time - self._mean_run) * 0.2
+            prediction.succeed(output, predict_time)
+        elif status is Status.FAILED:
+            prediction.fail(error or "prediction failed", predict_time)
+        elif prediction.deadline_passed:  # the cancel its deadline sent: a failure
+            prediction.expire(predict_time)
+        else:
+            prediction.cancel(predict_time)
+        if not ended_before:
+            self._events.emit(RuntimeEvent.PREDICTION_COMPLETED, prediction=prediction)
+
+    def on_lost(self, member: Member, reason: str, during_shutdown: bool) -> None:
+        """`member`'s worker ended: what ran on it ends too. A prediction whose cancel
+        was asked for ends `canceled` (the reason in its logs), unless the server is
+        shutting down."""
+        mine = [p for p in self.running.values()
+                if p.slot is not None and p.slot.member is member]
+        for prediction in mine:
+            if prediction.cancel_requested and not during_shutdown:
+                prediction.append_log("stderr", f"cogserve: {reason}\n")
+                self.complete(prediction, Status.CANCELED)
+            else:
+                self.complete(prediction, Status.FAILED, f"prediction failed: {reason}")
+        if during_shutdown and self._slots.state is not WorkerState.READY:
+            self.fail_queued("prediction failed: the server shut down before it ran")
+
+    async def settled(self, timeout: float) -> bool:
+        """Wait until no prediction is in flight; False if `timeout` seconds pass first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.running:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await asyncio.wait([p.done for p in list(self.running.values())],
+                               timeout=remaining)
+        return True
+
+
+def _give_back(prediction: Prediction) -> None:
+    """Nothing reached the worker: give the slot back, or it is lost for good."""
+    if prediction.slot is not None:
+        prediction.slot.release()
+        prediction.slot = None
+
+
+def unencodable(exc: TypeError) -> InputNotSendable:
+    return InputNotSendable(f"the input cannot be passed to the model: {exc} (JSON nested "
+                            "deeper than about 250 levels is refused)")

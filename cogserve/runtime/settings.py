@@ -1,0 +1,125 @@
+"""Every knob of one server, and the one builder that makes them for `serve`,
+`predict`/`train` and a Ray replica (`for_model`).
+
+Front ends and the CLI build it here and hand it to the `Service`; it imports nothing of
+them, so the runtime takes its `Settings` without reaching up into observability or cli.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cogserve import envvars
+from cogserve.config import ModelConfig
+from cogserve.envvars import env_float, env_int, env_port, env_switch, env_text
+from cogserve.netpolicy import URLPolicy
+from cogserve.runtime.history import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES
+from cogserve.runtime.store import BYTES_VARIABLE, COUNT_VARIABLE, DEFAULT_BYTES, DEFAULT_COUNT
+
+if TYPE_CHECKING:
+    from cogserve.envs.model_env import ModelEnvironment
+
+
+@dataclass(frozen=True)
+class ObservabilityOptions:
+    metrics: bool = True
+    metrics_port: int | None = None  # serve /metrics here instead of on the API port
+    metrics_host: str = "127.0.0.1"
+
+    @classmethod
+    def from_env(cls, *, metrics: bool | None = None, metrics_port: int | None = None,
+                 host: str = "127.0.0.1") -> ObservabilityOptions:
+        """Flags win over COGSERVE_METRICS (0/false/off/no turns metrics off) and
+        COGSERVE_METRICS_PORT."""
+        if metrics is None:
+            metrics = env_switch("COGSERVE_METRICS", True)
+        if metrics_port is None:
+            metrics_port = env_port("COGSERVE_METRICS_PORT", None)
+        return cls(metrics=metrics, metrics_port=metrics_port, metrics_host=host)
+
+
+@dataclass
+class Settings:
+    """Runtime knobs, from flags and the environment variables of the runtime spec."""
+
+    concurrency: int | None = None
+    setup_timeout: float | None = None
+    cancel_timeout: float = 5.0
+    drain_timeout: float = 10.0  # seconds in-flight predictions get at shutdown
+    healthcheck_timeout: float = 5.0
+    upload_url: str | None = None
+    url_policy: URLPolicy = URLPolicy.ANY  # what webhooks, uploads and downloads may reach
+    model_name: str | None = None
+    model_version: str | None = None
+    id_prefix: str = ""  # generated prediction ids start with it (cogserve.deploy.ray)
+    stream_history: int = DEFAULT_CAPACITY  # SSE replay buffer, in events
+    stream_history_bytes: int = DEFAULT_MAX_BYTES  # ... and in bytes
+    recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
+    recent_bytes: int = DEFAULT_BYTES
+    playground: bool = True  # the browser page at /docs (--no-playground)
+    # metrics on/off and their port (`cogserve serve` fills it; None: the defaults)
+    observability: ObservabilityOptions | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    environment: ModelEnvironment | None = None  # the model's own packages (cogserve/envs)
+    queue_size: int = 0  # predictions that may wait for a slot; 0 = Cog's immediate 409
+    queue_timeout: float | None = None  # seconds one may wait there before it fails
+    predict_timeout: float | None = None  # seconds a prediction may run (its deadline)
+    workers: int = 1  # worker processes, each with the model's slots
+    gpus: list[str] = field(default_factory=list)  # CUDA_VISIBLE_DEVICES, round-robin
+    predictor: str | None = None  # --predictor, kept when --reload re-reads cog.yaml
+
+    @classmethod
+    def from_env(cls, config: ModelConfig, upload_url: str | None = None) -> Settings:
+        envvars.check_worker_variables()  # refused here, at start, not in a prediction
+        setup_timeout = env_float("COG_SETUP_TIMEOUT", None)
+        return cls(
+            concurrency=env_int("COG_MAX_CONCURRENCY", None) or config.concurrency,
+            setup_timeout=setup_timeout if setup_timeout else None,
+            cancel_timeout=env_float("COGSERVE_CANCEL_TIMEOUT", 5.0) or 5.0,
+            drain_timeout=_non_negative(env_float("COGSERVE_DRAIN_TIMEOUT", 10.0), 10.0),
+            healthcheck_timeout=env_float("COGSERVE_HEALTHCHECK_TIMEOUT", 5.0) or 5.0,
+            upload_url=upload_url,
+            url_policy=URLPolicy.from_env(),
+            stream_history=env_int("COG_STREAM_HISTORY_CAPACITY", DEFAULT_CAPACITY,
+                                   minimum=0) or 0,
+            stream_history_bytes=env_int("COG_STREAM_HISTORY_BYTES", DEFAULT_MAX_BYTES,
+                                         minimum=0) or 0,
+            recent_count=env_int(COUNT_VARIABLE, DEFAULT_COUNT) or 0,
+            recent_bytes=env_int(BYTES_VARIABLE, DEFAULT_BYTES) or 0,
+            extra_env=config.environment,
+            queue_size=max(0, env_int("COGSERVE_QUEUE_SIZE", 0) or 0),
+            queue_timeout=env_float("COGSERVE_QUEUE_TIMEOUT", None) or None,
+            predict_timeout=env_float("COGSERVE_PREDICT_TIMEOUT", None) or None,
+            workers=max(1, env_int("COGSERVE_WORKERS", 1) or 1),
+            gpus=parse_gpus(env_text("COGSERVE_GPUS")),
+        )
+
+
+def apply_environment(config: ModelConfig) -> None:
+    """cog.yaml's `environment:` into this process's environment (what is set wins)."""
+    for key, value in config.environment.items():
+        os.environ.setdefault(key, value)
+
+
+def for_model(config: ModelConfig, *, upload_url: str | None = None,
+              no_env: bool = False) -> Settings:
+    """The one settings builder: cog.yaml's environment applied, the variables read, the
+    model's own environment (cogserve/envs) attached. `serve`, `predict`/`train` and a
+    Ray replica each start here and then set what their flags say."""
+    from cogserve.envs import model_env
+
+    apply_environment(config)
+    settings = Settings.from_env(config, upload_url=upload_url)
+    settings.environment = model_env.for_model(config, no_env)
+    return settings
+
+
+def parse_gpus(raw: str) -> list[str]:
+    """`0,1` -> ["0", "1"]: the CUDA_VISIBLE_DEVICES of worker 0, 1, 0, 1, ..."""
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _non_negative(value: float | None, default: float) -> float:
+    return default if value is None or value < 0 else value
