@@ -17,7 +17,7 @@ from typing import Any
 
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import Mode
-from cogserve.runner import BasePredictor, declared_concurrency, is_streaming
+from cogserve.runner import BasePredictor, declared_concurrency, is_streaming, user_defines
 from cogserve.signature import read_signature
 from cogserve.specs import Signature
 
@@ -54,40 +54,44 @@ def import_ref(ref: str, directory: pathlib.Path) -> Any:
     target, sep, name = ref.rpartition(":")
     if not sep or not target or not name:
         raise DefinitionError(f"{ref!r} is not a model reference: expected FILE.py:NAME")
-    if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
-    if target.endswith(".py"):
-        path = (directory / target).resolve()
-        if not path.is_file():
-            raise DefinitionError(f"{target}: no such file in {directory} (the model reference "
-                                  f"is {ref!r})")
-        module_name = path.stem
-        module = sys.modules.get(module_name)
-        if module is not None and getattr(module, "__file__", None) != str(path):
-            # `types.py`, `queue.py`: never replace a stdlib module
-            module_name = f"_cogserve_model_{module_name}"
-            module = sys.modules.get(module_name)
-        # run: and train: often name the same file; import it once, so both see one
-        # module (and the same class, when it is the same class)
-        if module is None or getattr(module, "__file__", None) != str(path):
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except Exception as exc:
-                raise DefinitionError(_import_failure(target, exc, directory)) from exc
-    else:
-        try:
-            module = importlib.import_module(target)
-        except Exception as exc:
-            raise DefinitionError(_import_failure(target, exc, directory)) from exc
-        path = pathlib.Path(getattr(module, "__file__", target))
+    module = import_target(target, directory, ref)
     if not hasattr(module, name):
         raise DefinitionError(f"{target}: no class or function named {name!r} in it (the model "
                               f"reference is {ref!r})")
     return getattr(module, name)
+
+
+def import_target(target: str, directory: pathlib.Path, ref: str) -> Any:
+    """Import the module of a reference: a file (relative to `directory`) or a dotted name."""
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    if not target.endswith(".py"):
+        try:
+            return importlib.import_module(target)
+        except Exception as exc:
+            raise DefinitionError(_import_failure(target, exc, directory)) from exc
+    path = (directory / target).resolve()
+    if not path.is_file():
+        raise DefinitionError(f"{target}: no such file in {directory} (the model reference "
+                              f"is {ref!r})")
+    module_name = path.stem
+    module = sys.modules.get(module_name)
+    if module is not None and getattr(module, "__file__", None) != str(path):
+        # `types.py`, `queue.py`: never replace a stdlib module
+        module_name = f"_cogserve_model_{module_name}"
+        module = sys.modules.get(module_name)
+    # run: and train: often name the same file; import it once, so both see one
+    # module (and the same class, when it is the same class)
+    if module is None or getattr(module, "__file__", None) != str(path):
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise DefinitionError(_import_failure(target, exc, directory)) from exc
+    return module
 
 
 def _import_failure(target: str, exc: BaseException, directory: pathlib.Path) -> str:
@@ -114,7 +118,7 @@ def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> 
     deprecated = False
     if inspect.isclass(obj):
         method_names = ("train",) if mode == Mode.TRAIN else ("run", "predict")
-        fn_name = next((m for m in method_names if _defines(obj, m)), None)
+        fn_name = next((m for m in method_names if user_defines(obj, m)), None)
         if fn_name is None:
             want = "train()" if mode == Mode.TRAIN else "run() (or the deprecated predict())"
             raise DefinitionError(f"{_where(obj)}: class {obj.__name__} has no {want} method")
@@ -149,16 +153,6 @@ def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> 
         signature=signature, is_async=is_async, streaming=is_streaming(run),
         concurrency=conc, deprecated_predict=deprecated,
     )
-
-
-def _defines(cls: type, name: str) -> bool:
-    """True if `cls` (not just BaseRunner/BasePredictor) implements `name`."""
-    for klass in cls.__mro__:
-        if klass.__module__ == "cogserve.runner":
-            return False
-        if name in vars(klass):
-            return True
-    return False
 
 
 def _where(obj: Any) -> str:
