@@ -47,6 +47,10 @@ def install_cog_alias() -> None:
     sys.modules["cog"] = cogserve.cog
     for sub in ("input", "model", "predictor", "types"):
         sys.modules[f"cog.{sub}"] = getattr(cogserve.cog, sub)
+    from cogserve.cog.legacy import OldModules
+
+    if not any(isinstance(finder, OldModules) for finder in sys.meta_path):
+        sys.meta_path.append(OldModules())  # older SDKs' modules (cog.base_predictor, ...)
 
 
 def import_ref(ref: str, directory: pathlib.Path) -> Any:
@@ -95,18 +99,22 @@ def import_target(target: str, directory: pathlib.Path, ref: str) -> Any:
 
 
 def _import_failure(target: str, exc: BaseException, directory: pathlib.Path) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    line = ""
-    for frame in reversed(frames):
-        if "importlib" not in frame.filename:
-            line = f"{pathlib.Path(frame.filename).name}:{frame.lineno}: "
-            break
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "importlib" not in f.filename]
+    # the model's own line, else the last one (a package the model imported)
+    ours = [f for f in frames if pathlib.Path(f.filename).resolve().is_relative_to(
+        directory.resolve())]
+    shown = ours or frames
+    line = f"{pathlib.Path(shown[-1].filename).name}:{shown[-1].lineno}: " if shown else ""
     if isinstance(exc, SyntaxError):
         line = f"{pathlib.Path(exc.filename or target).name}:{exc.lineno}: "
     message = f"{line}importing {target} failed: {type(exc).__name__}: {exc}"
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
-        from cogserve.import_hints import missing_module_hint
+    from cogserve.import_hints import missing_module_hint, old_sdk_hint
 
+    old_sdk = old_sdk_hint(exc)
+    if old_sdk:
+        message += f"; {old_sdk}"
+    elif isinstance(exc, ModuleNotFoundError) and exc.name:
         message += f"; {missing_module_hint(directory, exc.name)}"
     return message
 

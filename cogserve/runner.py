@@ -84,6 +84,8 @@ def Input(  # noqa: N802 - Cog's public name
     `accept` ("image/*", ".safetensors,.bin") applies to Path and File inputs and is
     published as `x-cog-accept`.
     """
+    if default is Ellipsis:  # `Input(...)`: pydantic's "required", as older SDKs wrote it
+        default = MISSING
     if default_factory is not None:
         if default is not MISSING:
             raise TypeError("Input() takes default or default_factory, not both")

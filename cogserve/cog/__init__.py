@@ -76,7 +76,9 @@ def __getattr__(name: str) -> object:
         print(message, file=_sys.stderr)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'cog' has no attribute {name!r}")
+    from cogserve.cog.legacy import old_attribute  # older SDKs' names, only when asked
+
+    return old_attribute("cog", name)
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""`cog.types`: the value types a model declares, and the helpers Cog keeps beside them."""
+"""`cog.types`: the value types a model declares, and the helpers Cog keeps beside them;
+older SDKs' names of this module (`Weights`, ...) come from `cogserve.cog.legacy`."""
 
 from cogserve.types import (
     FILENAME_ILLEGAL_CHARS,
@@ -17,3 +18,10 @@ from cogserve.types import (
 __all__ = ["FILENAME_ILLEGAL_CHARS", "FILENAME_MAX_LENGTH", "AsyncConcatenateIterator",
            "ConcatenateIterator", "File", "Item", "Path", "Secret", "URLFile", "URLPath",
            "get_filename"]
+
+
+def __getattr__(name: str) -> object:
+    """Names of older SDKs (`Weights`, `Input`, ...), each with its deprecation line."""
+    from cogserve.cog.legacy import old_attribute
+
+    return old_attribute("cog.types", name)
