@@ -47,10 +47,21 @@ def install_cog_alias() -> None:
     sys.modules["cog"] = cogserve.cog
     for sub in ("input", "model", "predictor", "types"):
         sys.modules[f"cog.{sub}"] = getattr(cogserve.cog, sub)
-    from cogserve.cog.legacy import OldModules
+    if not any(isinstance(finder, _OldCogModules) for finder in sys.meta_path):
+        sys.meta_path.append(_OldCogModules())
 
-    if not any(isinstance(finder, OldModules) for finder in sys.meta_path):
-        sys.meta_path.append(OldModules())  # older SDKs' modules (cog.base_predictor, ...)
+
+class _OldCogModules:
+    """A meta-path finder for the `cog.*` modules older SDKs had (`cog.base_predictor`,
+    ...): last on the path, it sees only imports nothing else found, and loads
+    `cogserve.cog.legacy` (which makes them) only for such a `cog.*` import."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if not fullname.startswith("cog."):
+            return None
+        from cogserve.cog.legacy import OldModules
+
+        return OldModules().find_spec(fullname, path, target)
 
 
 def import_ref(ref: str, directory: pathlib.Path) -> Any:

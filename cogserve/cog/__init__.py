@@ -76,6 +76,8 @@ def __getattr__(name: str) -> object:
         print(message, file=_sys.stderr)
         globals()[name] = value
         return value
+    if name.startswith("__"):  # the import system's questions (`__path__`, ...)
+        raise AttributeError(f"module 'cog' has no attribute {name!r}")
     from cogserve.cog.legacy import old_attribute  # older SDKs' names, only when asked
 
     return old_attribute("cog", name)

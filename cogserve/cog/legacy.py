@@ -15,7 +15,7 @@ stderr, which is the setup logs. Nothing here is loaded until a model asks for a
 
 from __future__ import annotations
 
-import importlib.abc
+import importlib
 import importlib.machinery
 import sys
 import types
@@ -93,15 +93,17 @@ def old_attribute(module: str, name: str) -> object:
     return value()
 
 
-class OldModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Makes the modules of OLD_MODULES when a model imports them."""
+class OldModules:
+    """Makes the modules of OLD_MODULES when a model imports them: a meta-path finder and
+    its loader (by protocol: importlib.abc would cost a worker ~10 ms to import)."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname not in OLD_MODULES:
             return None
         is_package = any(other.startswith(fullname + ".") for other in OLD_MODULES)
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=is_package)
+        return importlib.machinery.ModuleSpec(fullname, self,  # type: ignore[arg-type]
+                                              is_package=is_package)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return None  # the default module object

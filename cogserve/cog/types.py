@@ -22,6 +22,8 @@ __all__ = ["FILENAME_ILLEGAL_CHARS", "FILENAME_MAX_LENGTH", "AsyncConcatenateIte
 
 def __getattr__(name: str) -> object:
     """Names of older SDKs (`Weights`, `Input`, ...), each with its deprecation line."""
+    if name.startswith("__"):  # the import system's questions (`__path__`, ...)
+        raise AttributeError(f"module 'cog.types' has no attribute {name!r}")
     from cogserve.cog.legacy import old_attribute
 
     return old_attribute("cog.types", name)
