@@ -1,6 +1,6 @@
 """Print the public surface of the `cog` package importable here, as JSON.
 
-Run by `tests/unit/test_sdk_surface.py` twice: with the reference wheel's interpreter (the
+Run by `tests/test_sdk_surface.py` twice: with the reference wheel's interpreter (the
 real `cog`) and with cogserve's (`--cogserve` installs the `cog` alias a worker has), so
 the two surfaces are compared name by name. Stdlib only: the reference venv has nothing
 else of ours.

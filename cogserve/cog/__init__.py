@@ -2,7 +2,7 @@
 
 It is Cog 0.23.1's public API: every name of `cog` and of its submodules (`cog.types`,
 `cog.input`, `cog.model`, `cog.predictor`) with Cog's call signatures and class members
-(`tests/unit/test_sdk_surface.py` compares them with the reference wheel's), plus
+(`tests/test_sdk_surface.py` compares them with the reference wheel's), plus
 cogserve's additions (`Tensor`). The deprecated names published models still import
 (`emit_metric`, `ExperimentalFeatureWarning`) print Cog's deprecation line to stderr (the
 logs) once, on first use. `cog.__version__` is the Cog version cogserve follows, since

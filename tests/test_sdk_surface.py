@@ -8,6 +8,7 @@ version `cogserve.cog.__version__` names, built once under `.cache/`), once with
 cogserve's alias. Comparing against the wheel itself rather than a committed snapshot
 means there is nothing to regenerate: when cogserve moves to a newer Cog release (its
 `__version__` and `tests/reference.py`'s pins), this test lists every difference at once.
+Not in tests/unit: it runs two interpreters (and, the first time, installs the wheel).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import reference
 
 import cogserve.cog
 
-DUMPER = pathlib.Path(__file__).resolve().parents[1] / "sdk_surface.py"
+DUMPER = pathlib.Path(__file__).resolve().parent / "sdk_surface.py"
 
 # cogserve's own names in `cog`, absent from Cog's: name -> why
 ADDITIONS = {
