@@ -342,7 +342,7 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
         return TypeSpec(TypeKind.UNION, members=specs, optional=len(members) != len(args))
     if typing.is_typeddict(tp):  # an object; `required` lists the keys not NotRequired
         hints = _field_hints(tp)
-        required = tp.__required_keys__
+        required = _typeddict_required(tp)
         return TypeSpec(TypeKind.OBJECT, model=tp, fields=tuple(
             (key, _value_type(hint, where), key in required) for key, hint in hints.items()))
     if isinstance(tp, type):
@@ -384,6 +384,18 @@ def _field_hints(tp: type) -> dict[str, Any]:
             hint = typing.get_args(hint)[0]
         hints[name] = hint
     return hints
+
+
+def _typeddict_required(tp: Any) -> set[str]:
+    """A TypedDict's required keys. `__required_keys__` misses `NotRequired[...]` written
+    as a string (`from __future__ import annotations`), so the evaluated hints decide."""
+    required = set()
+    for key, hint in typing.get_type_hints(tp, include_extras=True).items():
+        origin = typing.get_origin(hint)
+        if origin is typing.Required or (origin is not typing.NotRequired
+                                         and key in tp.__required_keys__):
+            required.add(key)
+    return required
 
 
 def _tensor_type(tp: Any) -> TypeSpec | None:

@@ -166,7 +166,8 @@ def pydantic_style_fields(cls: type) -> None:
             changed.append(name)
         seen_default = seen_default or has_default
     if changed:
-        once(cls.__qualname__, f"cog: {cls.__qualname__}({', '.join(changed)}) follows "
+        once(f"{cls.__module__}.{cls.__qualname__}",
+             f"cog: {cls.__name__}({', '.join(changed)}) follows "
              "pydantic's BaseModel rules, as older Cog SDKs' BaseModel was pydantic's; Cog "
              "0.17+ makes it a dataclass: give those fields plain defaults in dataclass order "
              "(cogserve applies pydantic's: an Optional field defaults to None, Field() gives "
