@@ -83,7 +83,7 @@ def old_sdk_hint(exc: BaseException) -> str | None:
         name = f"{match.group(1)}.{match.group(2)}" if match else ""
     else:
         return None
-    if name != "cog" and not name.startswith("cog."):
+    if not name.startswith("cog."):  # a bare `cog` missing is no SDK's doing
         return None
     return (f"{name} is not part of Cog 0.23.1's SDK, which cogserve serves (with the older "
             "SDKs' names its README lists): the model was written for another Cog release; "

@@ -202,3 +202,25 @@ def _unwrap(fn: Any) -> Any:
     while isinstance(fn, functools.partial):
         fn = fn.func
     return fn
+
+
+def weights_argument(setup: Any) -> dict[str, Any]:
+    """`setup(weights)` gets COG_WEIGHTS as a string, or None: what coglet hands over
+    (cog.predictor.extract_setup_weights), whatever the parameter is annotated as, so a
+    model that calls `requests.get(weights)` in setup() works unchanged."""
+    import inspect
+
+    try:
+        param = inspect.signature(setup).parameters.get("weights")
+    except (TypeError, ValueError):
+        return {}
+    if param is None:
+        return {}
+    return {"weights": cog_weights()}
+
+
+def cog_weights() -> str | None:
+    """COG_WEIGHTS, or None when unset or empty."""
+    from cogserve.envvars import env_text
+
+    return env_text("COG_WEIGHTS") or None

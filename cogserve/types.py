@@ -320,7 +320,7 @@ class BaseModel:
         type.__setattr__(cls, "_auto_dataclass", auto_dataclass)
         if auto_dataclass:
             if not kwargs.get("kw_only"):
-                from cogserve.cog.legacy import pydantic_style_fields
+                from cogserve.pydantic_style import pydantic_style_fields
 
                 pydantic_style_fields(cls)  # older SDKs' BaseModel was pydantic's
             dataclasses.dataclass(init=init, **kwargs)(cls)  # type: ignore[call-overload]

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cogserve.runner import BasePredictor, BaseRunner
+from cogserve.runner import cog_weights as _cog_weights
+from cogserve.runner import weights_argument as _weights_argument
 from cogserve.types import Path
 
 __all__ = ["BasePredictor", "BaseRunner", "Path", "extract_setup_weights",
@@ -17,7 +19,7 @@ def load_predictor_from_ref(ref: str) -> BaseRunner | Callable[..., Any]:
     """The runner a `file.py:Name` reference names (relative to the working directory),
     instantiated if it is a class; without `:Name`, its `Runner`, else its `Predictor`."""
     from cogserve.exceptions import DefinitionError
-    from cogserve.loader import import_target
+    from cogserve.model_import import import_target
 
     target, sep, name = ref.partition(":")
     module = import_target(target, pathlib.Path.cwd(), ref)
@@ -31,13 +33,10 @@ def load_predictor_from_ref(ref: str) -> BaseRunner | Callable[..., Any]:
 
 def has_setup_weights(predictor: BaseRunner) -> bool:
     """Whether the runner's setup() takes `weights`."""
-    from cogserve.worker.inputs import weights_argument
 
-    return bool(weights_argument(getattr(predictor, "setup", None)))
+    return bool(_weights_argument(getattr(predictor, "setup", None)))
 
 
 def extract_setup_weights(predictor: BaseRunner) -> Path | str | None:
     """What setup(weights) gets: COG_WEIGHTS, or None."""
-    from cogserve.worker.inputs import cog_weights
-
-    return cog_weights()
+    return _cog_weights()

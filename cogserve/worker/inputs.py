@@ -140,25 +140,3 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
 
         return to_array(value, t.tensor, spec.name)
     return value  # a union's value too: a JSON integer for `str | float` stays an int (Cog's)
-
-
-def weights_argument(setup: Any) -> dict[str, Any]:
-    """`setup(weights)` gets COG_WEIGHTS as a string, or None: what coglet hands over
-    (cog.predictor.extract_setup_weights), whatever the parameter is annotated as, so a
-    model that calls `requests.get(weights)` in setup() works unchanged."""
-    import inspect
-
-    try:
-        param = inspect.signature(setup).parameters.get("weights")
-    except (TypeError, ValueError):
-        return {}
-    if param is None:
-        return {}
-    return {"weights": cog_weights()}
-
-
-def cog_weights() -> str | None:
-    """COG_WEIGHTS, or None when unset or empty."""
-    from cogserve.envvars import env_text
-
-    return env_text("COG_WEIGHTS") or None

@@ -8,6 +8,7 @@ import http.server
 import io
 import pathlib
 import pickle
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -167,3 +168,30 @@ def test_run_and_predict_bridge_each_other():
     assert [str(w.message) for w in caught] == ["New.predict() is deprecated; use run() instead"]
     with pytest.raises(NotImplementedError):
         BaseRunner().run()
+
+
+def test_cog_predictor_helpers(tmp_path, monkeypatch):
+    from cogserve.cog.predictor import (
+        extract_setup_weights,
+        has_setup_weights,
+        load_predictor_from_ref,
+    )
+
+    (tmp_path / "helpers_model.py").write_text(
+        "from cogserve import BasePredictor\n\n"
+        "class Predictor(BasePredictor):\n"
+        "    def setup(self, weights=None):\n        pass\n\n"
+        "    def predict(self) -> str:\n        return 'p'\n\n"
+        "def plain() -> str:\n    return 'f'\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the import adds tmp_path to it
+    monkeypatch.setitem(sys.modules, "helpers_model", None)  # removed again after the test
+    del sys.modules["helpers_model"]
+    monkeypatch.setenv("COG_WEIGHTS", "https://example.com/w")
+    runner = load_predictor_from_ref("helpers_model.py")  # no name: Runner, else Predictor
+    assert type(runner).__name__ == "Predictor" and runner.run() == "p"
+    assert load_predictor_from_ref("helpers_model.py:plain")() == "f"
+    assert has_setup_weights(runner) and not has_setup_weights(object())  # type: ignore[arg-type]
+    assert extract_setup_weights(runner) == "https://example.com/w"
+    monkeypatch.delenv("COG_WEIGHTS")
+    assert extract_setup_weights(runner) is None
