@@ -16,11 +16,20 @@ import decimal
 import json
 import mimetypes
 import pathlib
+import re
 import sys
 from collections.abc import Iterable
 from typing import Any
 
-from cogserve.validation import ErrorKind, Errors, FieldError, InputValidator, Rule, resolve
+from cogserve.validation import (
+    ErrorKind,
+    Errors,
+    FieldError,
+    InputValidator,
+    Rule,
+    compile_property,
+    resolve,
+)
 
 
 class InputError(Exception):
@@ -108,53 +117,50 @@ def _coerce(name: str, raw: str, prop: dict[str, Any], components: dict[str, Any
             raw = pathlib.Path(raw[1:]).read_text()
         except (OSError, UnicodeDecodeError):
             raise InputError(f'input "{name}": no such file {raw[1:]!r}') from None
-    kind = prop.get("type")
-    if kind is None and "anyOf" in prop:
-        return _coerce_union(raw, [resolve(m, components) for m in prop["anyOf"]])
-    try:
-        if kind == "integer":
-            return int(raw)
-        if kind == "number":
-            number = float(raw)
-            return int(number) if raw.lstrip("+-").isdigit() else number
-        if kind == "boolean":
-            lowered = raw.lower()
-            if lowered in ("true", "1", "yes"):
-                return True
-            if lowered in ("false", "0", "no"):
-                return False
-            raise ValueError(raw)
-    except ValueError:
-        raise InputError(f'input "{name}": {raw!r} is not a valid {kind}') from None
-    if kind == "string":
-        return raw
-    try:  # objects and opaque values are JSON; a bare word stays a string
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
+    if prop.get("type") == "object":
+        try:  # objects and opaque values are JSON; a bare word stays a string
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return _scalar(name, raw, prop, components)
 
 
-def _coerce_union(raw: str, members: list[dict[str, Any]]) -> Any:
-    """A union takes the first member the text parses as: `-i x=1` is 1 for int | float."""
-    kinds = [m.get("type") for m in members]
-    for kind in ("integer", "number", "boolean"):
-        if kind not in kinds:
-            continue
-        try:
-            if kind == "integer":
-                return int(raw)
-            if kind == "number":
-                return float(raw)
-            if raw.lower() in ("true", "false"):
-                return raw.lower() == "true"
-        except ValueError:
-            continue
-    if "string" in kinds:
-        return raw
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _scalar(name: str, raw: str, prop: dict[str, Any], components: dict[str, Any]) -> Any:
+    """The text as the first of boolean, integer, number that the input's schema (or a
+    member of its union) accepts and the text parses as, else the text itself, as `cog`
+    parses `-i` (pkg/predict/input.go): `-i count=lots` stays a string, so the check then
+    says `expected integer, got string`. Where the schema also takes a string, a parsed
+    value is used only if it passes the input's checks (`-i v=1` for `str | int` is 1)."""
+    kinds = _accepted_types(prop, components)
+    candidates: list[Any] = []
+    if raw in ("true", "false") and "boolean" in kinds:
+        candidates.append(raw == "true")
+    if kinds & {"integer", "number"} and _INTEGER.fullmatch(raw):
+        candidates.append(int(raw))
+    if "number" in kinds and _NUMBER.fullmatch(raw):
+        candidates.append(float(raw))
+    if "string" not in kinds:
+        return candidates[0] if candidates else raw
+    check = compile_property(name, prop, components)
+    for value in candidates:
+        errors: Errors = []
+        check(value, errors)
+        if not errors:
+            return value
+    return raw
+
+
+def _accepted_types(prop: dict[str, Any], components: dict[str, Any]) -> set[str]:
+    """The JSON types a schema accepts, its union's members' included."""
+    prop = resolve(prop, components)
+    kinds = {prop["type"]} if "type" in prop else set()
+    for member in prop.get("anyOf", ()):
+        kinds |= _accepted_types(member, components)
+    return kinds
 
 
 # ---------------------------------------------------------------- checking

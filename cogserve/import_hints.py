@@ -1,4 +1,5 @@
-"""What to do about a model that fails to import a module: the fix, by its cog.yaml.
+"""What to do about a model that fails to import a module: the fix, by its cog.yaml, or,
+for a name of the `cog` package that no Cog SDK cogserve follows has, what to change.
 
 "No module named 'torch'" alone leaves a new user guessing. cog.yaml's `build:` says
 which packages the model needs, so the message can say whether the module's package is
@@ -67,3 +68,24 @@ def _declared(directory: pathlib.Path) -> list[str] | None:
 
 def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def old_sdk_hint(exc: BaseException) -> str | None:
+    """For an import of a `cog` name that Cog 0.23.1 lacks and cogserve does not carry over
+    from the older SDKs (README, "Models written for older Cog releases"), what to do."""
+    if isinstance(exc, ImportError):
+        module = re.sub(r"^cogserve\.cog\b", "cog", exc.name or "")  # the alias's own name
+        match = re.match(r"cannot import name '([^']+)'", str(exc))
+        name = f"{module}.{match.group(1)}" if match and not isinstance(
+            exc, ModuleNotFoundError) else module
+    elif isinstance(exc, AttributeError):
+        match = re.match(r"module '(cog(?:\.[a-z_.]+)?)' has no attribute '([^']+)'", str(exc))
+        name = f"{match.group(1)}.{match.group(2)}" if match else ""
+    else:
+        return None
+    if not name.startswith("cog."):  # a bare `cog` missing is no SDK's doing
+        return None
+    return (f"{name} is not part of Cog 0.23.1's SDK, which cogserve serves (with the older "
+            "SDKs' names its README lists): the model was written for another Cog release; "
+            "import the name's replacement from `cog` (Cog's docs/python.md lists the API) "
+            "or drop the import")

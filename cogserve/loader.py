@@ -6,18 +6,16 @@ Runs only in processes that are allowed to import the model (the worker, and the
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import pathlib
 import sys
-import traceback
 from dataclasses import dataclass
 from typing import Any
 
 from cogserve.exceptions import DefinitionError
+from cogserve.model_import import import_ref
 from cogserve.protocol import Mode
-from cogserve.runner import BasePredictor, declared_concurrency, is_streaming
+from cogserve.runner import BasePredictor, declared_concurrency, is_streaming, user_defines
 from cogserve.signature import read_signature
 from cogserve.specs import Signature
 
@@ -47,64 +45,21 @@ def install_cog_alias() -> None:
     sys.modules["cog"] = cogserve.cog
     for sub in ("input", "model", "predictor", "types"):
         sys.modules[f"cog.{sub}"] = getattr(cogserve.cog, sub)
+    if not any(isinstance(finder, _OldCogModules) for finder in sys.meta_path):
+        sys.meta_path.append(_OldCogModules())
 
 
-def import_ref(ref: str, directory: pathlib.Path) -> Any:
-    """Import the object a `FILE.py:NAME` or `package.module:NAME` reference names."""
-    target, sep, name = ref.rpartition(":")
-    if not sep or not target or not name:
-        raise DefinitionError(f"{ref!r} is not a model reference: expected FILE.py:NAME")
-    if str(directory) not in sys.path:
-        sys.path.insert(0, str(directory))
-    if target.endswith(".py"):
-        path = (directory / target).resolve()
-        if not path.is_file():
-            raise DefinitionError(f"{target}: no such file in {directory} (the model reference "
-                                  f"is {ref!r})")
-        module_name = path.stem
-        module = sys.modules.get(module_name)
-        if module is not None and getattr(module, "__file__", None) != str(path):
-            # `types.py`, `queue.py`: never replace a stdlib module
-            module_name = f"_cogserve_model_{module_name}"
-            module = sys.modules.get(module_name)
-        # run: and train: often name the same file; import it once, so both see one
-        # module (and the same class, when it is the same class)
-        if module is None or getattr(module, "__file__", None) != str(path):
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except Exception as exc:
-                raise DefinitionError(_import_failure(target, exc, directory)) from exc
-    else:
-        try:
-            module = importlib.import_module(target)
-        except Exception as exc:
-            raise DefinitionError(_import_failure(target, exc, directory)) from exc
-        path = pathlib.Path(getattr(module, "__file__", target))
-    if not hasattr(module, name):
-        raise DefinitionError(f"{target}: no class or function named {name!r} in it (the model "
-                              f"reference is {ref!r})")
-    return getattr(module, name)
+class _OldCogModules:
+    """A meta-path finder for the `cog.*` modules older SDKs had (`cog.base_predictor`,
+    ...): last on the path, it sees only imports nothing else found, and loads
+    `cogserve.cog.legacy` (which makes them) only for such a `cog.*` import."""
 
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if not fullname.startswith("cog."):
+            return None
+        from cogserve.cog.legacy import OldModules
 
-def _import_failure(target: str, exc: BaseException, directory: pathlib.Path) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    line = ""
-    for frame in reversed(frames):
-        if "importlib" not in frame.filename:
-            line = f"{pathlib.Path(frame.filename).name}:{frame.lineno}: "
-            break
-    if isinstance(exc, SyntaxError):
-        line = f"{pathlib.Path(exc.filename or target).name}:{exc.lineno}: "
-    message = f"{line}importing {target} failed: {type(exc).__name__}: {exc}"
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
-        from cogserve.import_hints import missing_module_hint
-
-        message += f"; {missing_module_hint(directory, exc.name)}"
-    return message
+        return OldModules().find_spec(fullname, path, target)
 
 
 def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> LoadedModel:
@@ -114,7 +69,7 @@ def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> 
     deprecated = False
     if inspect.isclass(obj):
         method_names = ("train",) if mode == Mode.TRAIN else ("run", "predict")
-        fn_name = next((m for m in method_names if _defines(obj, m)), None)
+        fn_name = next((m for m in method_names if user_defines(obj, m)), None)
         if fn_name is None:
             want = "train()" if mode == Mode.TRAIN else "run() (or the deprecated predict())"
             raise DefinitionError(f"{_where(obj)}: class {obj.__name__} has no {want} method")
@@ -149,16 +104,6 @@ def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> 
         signature=signature, is_async=is_async, streaming=is_streaming(run),
         concurrency=conc, deprecated_predict=deprecated,
     )
-
-
-def _defines(cls: type, name: str) -> bool:
-    """True if `cls` (not just BaseRunner/BasePredictor) implements `name`."""
-    for klass in cls.__mro__:
-        if klass.__module__ == "cogserve.runner":
-            return False
-        if name in vars(klass):
-            return True
-    return False
 
 
 def _where(obj: Any) -> str:

@@ -30,8 +30,6 @@ def type_schema(t: TypeSpec) -> dict[str, Any]:
         out = {"type": "string", "format": "password", "writeOnly": True, "x-cog-secret": True}
     elif kind == TypeKind.ANY:
         out = {"type": "object"}
-    elif kind == TypeKind.OPAQUE:
-        out = {}
     elif kind == TypeKind.LIST:
         out = {"type": "array", "items": type_schema(t.item or TypeSpec(TypeKind.ANY))}
     elif kind == TypeKind.TENSOR:
@@ -54,7 +52,7 @@ def type_schema(t: TypeSpec) -> dict[str, Any]:
             out["required"] = required
     else:  # pragma: no cover - signature.py only produces the kinds above
         raise ValueError(f"unknown type kind {kind}")
-    if t.optional and kind != TypeKind.OPAQUE:
+    if t.optional:
         out["nullable"] = True
     return out
 
@@ -89,10 +87,14 @@ def input_property(spec: InputSpec, *, with_default: bool = True) -> dict[str, A
         prop[key] = info.max_length
     if info.regex is not None:
         target["pattern"] = info.regex
-    if with_default and info.default is not MISSING and info.default is not None:
+    if info.accept is not None:
+        prop["x-cog-accept"] = info.accept
+    if with_default and spec.default is not MISSING:
         secret = spec.type.kind == TypeKind.SECRET or (spec.type.item is not None
                                                 and spec.type.item.kind == TypeKind.SECRET)
-        prop["default"] = _redacted(info.default) if secret else _json_default(info.default)
+        default = spec.default
+        prop["default"] = _redacted(default) if secret and default is not None else \
+            _json_default(default)
     return prop
 
 

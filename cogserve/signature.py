@@ -19,7 +19,7 @@ import typing
 from typing import Any
 
 from cogserve.exceptions import DefinitionError
-from cogserve.runner import MISSING, FieldInfo
+from cogserve.runner import MISSING, DefaultFactory, FieldInfo
 from cogserve.schema import input_property
 from cogserve.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
 from cogserve.types import (
@@ -111,9 +111,22 @@ def read_signature(fn: Any, *, skip_self: bool = False) -> Signature:
         info = default if isinstance(default, FieldInfo) else FieldInfo(
             default=MISSING if default is inspect.Parameter.empty else default
         )
-        if info.default is None and not tspec.optional:
-            tspec = dataclasses.replace(tspec, optional=True)
-        spec = InputSpec(name=name, type=tspec, info=info, order=order)
+        declared, factory = info.default, None
+        if isinstance(declared, DefaultFactory):
+            factory = declared.factory
+            try:
+                declared = factory()
+            except Exception as exc:
+                shown = getattr(factory, "__qualname__", repr(factory))
+                raise where.error(f"default_factory {shown} failed: "
+                                  f"{type(exc).__name__}: {exc}", name) from exc
+        elif declared is None and not tspec.optional:
+            if tspec.kind == TypeKind.SECRET:  # `Secret = Input(default=None)`: optional
+                tspec = dataclasses.replace(tspec, optional=True)
+            else:  # `seed: int = Input(default=None)`: None is no default, as Cog's schema
+                declared = MISSING
+        spec = InputSpec(name=name, type=tspec, info=info, order=order, default=declared,
+                         factory=factory)
         _check_input(spec, where)
         result.inputs.append(spec)
         order += 1
@@ -126,13 +139,29 @@ def read_signature(fn: Any, *, skip_self: bool = False) -> Signature:
 # ---------------------------------------------------------------- input types
 
 
+def _opaque(tp: Any) -> TypeSpec | None:
+    """`Annotated[T, Opaque]` as Cog's schema generator reads it: an object, or an array of
+    objects when T is a list; `Annotated[T | None, Opaque]` is nullable. Values are passed
+    through as JSON, never inspected."""
+    if typing.get_origin(tp) is not typing.Annotated:
+        return None
+    base, *extras = typing.get_args(tp)
+    if not any(e is Opaque for e in extras):
+        return None
+    optional = False
+    if typing.get_origin(base) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(base) if a is not type(None)]
+        if len(members) == 1:
+            base, optional = members[0], True
+    if (typing.get_origin(base) or base) is list:
+        return TypeSpec(TypeKind.LIST, item=TypeSpec(TypeKind.ANY), optional=optional)
+    return TypeSpec(TypeKind.ANY, optional=optional)
+
+
 def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
-        base, *extras = typing.get_args(tp)
-        if any(e is Opaque or isinstance(e, Opaque) for e in extras):
-            return TypeSpec(TypeKind.OPAQUE)
-        return _input_type(base, where, name)
+        return _opaque(tp) or _input_type(typing.get_args(tp)[0], where, name)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         members = [a for a in args if a is not type(None)]
@@ -166,8 +195,8 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
         return TypeSpec(TypeKind.LIST, item=item)
     if tp is list:
         return TypeSpec(TypeKind.LIST, item=TypeSpec(TypeKind.ANY))
-    if origin is dict or tp is dict or tp is typing.Any:
-        return TypeSpec(TypeKind.ANY)
+    if origin is dict or tp is dict or tp is typing.Any or typing.is_typeddict(tp):
+        return TypeSpec(TypeKind.ANY)  # a TypedDict input is an object, as Cog's schema
     if tp in PRIMITIVES:
         return TypeSpec(PRIMITIVES[tp])
     tensor = _tensor_type(tp)
@@ -219,7 +248,10 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
         if bad:
             article = "an int" if want is int else "a str"
             raise where.error(f"choice {bad[0]!r} is not {article}", name)
-    default = info.default
+    if info.accept is not None and base.kind not in (TypeKind.PATH, TypeKind.FILE):
+        raise where.error(f"accept is only valid on Path or File inputs, not {t.describe()}",
+                          name)
+    default = spec.default
     if default is MISSING or default is None:
         return
     if t.kind == TypeKind.PATH and not str(default).startswith(("http://", "https://", "data:")):
@@ -231,7 +263,7 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
 
 def check_default(spec: InputSpec) -> str | None:
     """Why a default breaks its own declaration, or None."""
-    value = spec.info.default
+    value = spec.default
     if isinstance(value, Secret):
         value = value.get_secret_value()
     elif isinstance(value, pathlib.Path):
@@ -254,7 +286,8 @@ def check_default(spec: InputSpec) -> str | None:
 def _output_type(tp: Any, where: _Where) -> OutputSpec:
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
-        return _output_type(typing.get_args(tp)[0], where)
+        opaque = _opaque(tp)
+        return OutputSpec(opaque) if opaque else _output_type(typing.get_args(tp)[0], where)
     args = typing.get_args(tp)
     if tp in (ConcatenateIterator, AsyncConcatenateIterator) or origin in (
         ConcatenateIterator,
@@ -288,7 +321,7 @@ def _output_type(tp: Any, where: _Where) -> OutputSpec:
 def _value_type(tp: Any, where: _Where) -> TypeSpec:
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
-        return _value_type(typing.get_args(tp)[0], where)
+        return _opaque(tp) or _value_type(typing.get_args(tp)[0], where)
     if tp in PRIMITIVES:
         return TypeSpec(PRIMITIVES[tp])
     if tp is typing.Any or tp is dict or origin is dict:
@@ -307,6 +340,11 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
             return dataclasses.replace(_value_type(members[0], where), optional=True)
         specs = tuple(_value_type(m, where) for m in members)
         return TypeSpec(TypeKind.UNION, members=specs, optional=len(members) != len(args))
+    if typing.is_typeddict(tp):  # an object; `required` lists the keys not NotRequired
+        hints = _field_hints(tp)
+        required = _typeddict_required(tp)
+        return TypeSpec(TypeKind.OBJECT, model=tp, fields=tuple(
+            (key, _value_type(hint, where), key in required) for key, hint in hints.items()))
     if isinstance(tp, type):
         if issubclass(tp, pathlib.Path):
             return TypeSpec(TypeKind.PATH)
@@ -315,7 +353,7 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
         if issubclass(tp, Secret):
             return TypeSpec(TypeKind.SECRET)
         if issubclass(tp, CogBaseModel) and dataclasses.is_dataclass(tp):
-            hints = typing.get_type_hints(tp)
+            hints = _field_hints(tp)
             fields = tuple(
                 (f.name, _value_type(hints[f.name], where),
                  f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
@@ -324,7 +362,7 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
             )
             return TypeSpec(TypeKind.OBJECT, fields=fields, model=tp)
         if _is_pydantic_model(tp):
-            hints = typing.get_type_hints(tp)
+            hints = _field_hints(tp)
             fields = tuple(
                 (fname, _value_type(hints.get(fname, typing.Any), where),
                  finfo.is_required() and not _is_optional(hints.get(fname)))
@@ -335,6 +373,29 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
         f"unsupported output type {_name(tp)}; use str, int, float, bool, Path, File, "
         "list[...], dict, a BaseModel, or an Iterator of those"
     )
+
+
+def _field_hints(tp: type) -> dict[str, Any]:
+    """A class's field annotations with `Annotated` kept (`Opaque` is read from it) and
+    TypedDict's `Required` / `NotRequired` taken off (`__required_keys__` says it)."""
+    hints = typing.get_type_hints(tp, include_extras=True)
+    for name, hint in hints.items():
+        while typing.get_origin(hint) in (typing.Required, typing.NotRequired):
+            hint = typing.get_args(hint)[0]
+        hints[name] = hint
+    return hints
+
+
+def _typeddict_required(tp: Any) -> set[str]:
+    """A TypedDict's required keys. `__required_keys__` misses `NotRequired[...]` written
+    as a string (`from __future__ import annotations`), so the evaluated hints decide."""
+    required = set()
+    for key, hint in typing.get_type_hints(tp, include_extras=True).items():
+        origin = typing.get_origin(hint)
+        if origin is typing.Required or (origin is not typing.NotRequired
+                                         and key in tp.__required_keys__):
+            required.add(key)
+    return required
 
 
 def _tensor_type(tp: Any) -> TypeSpec | None:
@@ -358,6 +419,8 @@ def _tensor_type(tp: Any) -> TypeSpec | None:
 
 
 def _is_optional(tp: Any) -> bool:
+    if typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
     return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in (
         typing.get_args(tp)
     )

@@ -8,6 +8,7 @@ its own declaration) without the two importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -27,7 +28,6 @@ class TypeKind(StrEnum):
     FILE = "file"
     SECRET = "secret"
     ANY = "any"
-    OPAQUE = "opaque"
     LIST = "list"
     UNION = "union"
     LITERAL = "literal"
@@ -61,14 +61,22 @@ class TypeSpec:
 
 @dataclass
 class InputSpec:
+    """One input. `default` is what Cog's schema publishes (MISSING: none): `= None` on a
+    type that is neither Optional nor Secret is no default (`seed: int = Input(default=None)`
+    is required), and `factory` (Input(default_factory=...)) makes each prediction's."""
+
     name: str
     type: TypeSpec
     info: FieldInfo
     order: int
+    default: Any = MISSING
+    factory: Callable[[], Any] | None = None
 
     @property
     def required(self) -> bool:
-        return self.info.default is MISSING and not self.type.optional
+        """Cog's rule: no default, and not Optional (a union with None is still required)."""
+        return self.default is MISSING and (not self.type.optional
+                                            or self.type.kind == TypeKind.UNION)
 
 
 @dataclass

@@ -159,6 +159,9 @@ def test_none_for_a_declared_float_succeeds_over_http(serve, tmp_path):
     (["-i", "count=9"], 'invalid input "count": number must be at most 3'),
     (["-i", "count=0"], 'invalid input "count": number must be at least 1'),
     (["--json", '{"count": "two"}'], 'invalid input "count": expected integer, got string'),
+    # `-i` text that is no integer stays a string, as `cog` parses it
+    # (script input_validation_before_build)
+    (["-i", "count=lots"], 'invalid input "count": expected integer, got string'),
     (["--json", '{"count": 1.5}'], 'invalid input "count": expected integer, got number'),
     (["-i", "size=huge"], 'invalid input "size": must be one of: small, medium, large'),
     (["-i", "text=abcdefg"], 'invalid input "text": maximum string length is 5'),

@@ -177,9 +177,9 @@ def test_secret_is_redacted_in_response_logs_and_model(inputs):
     assert body["status"] == "succeeded", body
     assert value not in r.text
     assert body["input"]["secret"] == "**********"
-    assert body["output"]["secret"] == {"str": "**********", "repr": "Secret('**********')",
+    assert body["output"]["secret"] == {"str": "**********", "repr": "Secret(**********)",
                                         "length": len(value)}
-    assert "str=********** repr=Secret('**********')" in body["logs"]
+    assert "str=********** repr=Secret(**********)" in body["logs"]
     assert value not in inputs.output()  # the server's own stdout/stderr
 
 

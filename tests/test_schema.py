@@ -66,13 +66,13 @@ def test_lists_dicts_optionals_and_unions(inputs_doc):
     assert props["words"]["minItems"] == 1 and props["words"]["default"] == ["a"]
     assert props["numbers"]["items"] == {"type": "integer", "minimum": 0}
     assert props["extra"]["type"] == "object" and props["anything"]["type"] == "object"
-    for name in ("maybe", "maybe_new", "image", "token"):
+    for name in ("maybe", "maybe_new", "image", "token", "mixed", "blob"):
         assert props[name]["nullable"] is True, name
-        assert "default" not in props[name]
+        assert props[name]["default"] is None, name  # Cog's `"default": null`
     assert props["mixed"]["anyOf"] == [{"type": "integer"}, {"type": "number"},
                                        {"type": "boolean"}]
     assert props["either"]["anyOf"][1] == {"type": "array", "items": {"type": "string"}}
-    assert "type" not in props["blob"]  # Annotated[Any, Opaque]: no constraint at all
+    assert props["blob"]["type"] == "object"  # Annotated[Any, Opaque]: an object, as Cog's
 
 
 def test_choices_and_literals_become_enum_components(inputs_doc):
@@ -208,3 +208,125 @@ def test_train_class_schema_skips_self(tmp_path):
     assert result.returncode == 0, result.stderr
     props = json.loads(result.stdout)["components"]["schemas"]["TrainingInput"]["properties"]
     assert list(props) == ["steps"]
+
+
+COG_RULES = '''
+from typing import Annotated, List, NotRequired, Optional, TypedDict
+
+from cog import BaseModel, BaseRunner, Input, Opaque, Path, Secret
+
+
+class Payload(TypedDict):
+    name: str
+    count: int
+
+
+class External:
+    pass
+
+
+class Output(TypedDict):
+    name: str
+    count: NotRequired[int]
+    blob: Annotated[External, Opaque]
+    blobs: Annotated[List[External], Opaque]
+
+
+class Runner(BaseRunner):
+    def run(
+        self,
+        prompt: str = Input(description="Text prompt"),
+        api_key: Secret = Input(description="optional", default=None),
+        api_key_required: Secret = Input(description="Required API key"),
+        seed: int = Input(description="Random seed", default=None),
+        text: str | None = Input(default=None),
+        note: Optional[str] = Input(description="no default"),
+        value: str | float | None = Input(default=None),
+        either: str | float | None = Input(description="a union without a default"),
+        data: Payload = Input(description="an object"),
+        items: list[Payload] | None = None,
+        payload: Annotated[External, Opaque] = Input(description="opaque"),
+        many: Annotated[List[External], Opaque] = Input(description="opaque list"),
+        image: Path = Input(description="Input image", accept="image/*"),
+        weights: Optional[Path] = Input(accept=".safetensors,.bin", default=None),
+        tags: list[str] = Input(default_factory=lambda: ["a", "b"]),
+    ) -> Output:
+        return {"name": prompt}
+'''
+
+
+@pytest.fixture(scope="module")
+def cog_rules_doc(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("cog-rules")
+    (folder / "run.py").write_text(COG_RULES)
+    (folder / "cog.yaml").write_text('run: "run.py:Runner"\n')
+    return schema_of(folder)
+
+
+def test_input_default_none_as_cogs_schema(cog_rules_doc):
+    """Cog's static schema (pkg/schema/openapi_spec.go and its tests, scripts
+    static_schema_secret_optional, union_type, union_input_http): `= Input(default=None)` on
+    a type without None is no default (required), except on a Secret; Optional[T] / T | None
+    with `default=None` carry `"default": null`; a union without a default is required even
+    when it takes None."""
+    schema = _input(cog_rules_doc)
+    props = schema["properties"]
+    assert schema["required"] == ["prompt", "api_key_required", "seed", "either", "data",
+                                  "payload", "many", "image"]
+    assert props["api_key"] == {"type": "string", "format": "password", "writeOnly": True,
+                                "x-cog-secret": True, "nullable": True, "default": None,
+                                "title": "Api Key", "description": "optional", "x-order": 1}
+    assert "nullable" not in props["api_key_required"] and "default" not in props["seed"]
+    assert props["text"]["default"] is None and props["text"]["nullable"] is True
+    assert props["value"] == {"anyOf": [{"type": "string"}, {"type": "number"}],
+                              "nullable": True, "default": None, "title": "Value",
+                              "x-order": 6}
+    assert props["note"]["nullable"] is True and "default" not in props["note"]
+    assert "default" not in props["either"] and props["either"]["nullable"] is True
+
+
+def test_typeddict_and_opaque_as_cogs_schema(cog_rules_doc):
+    """Scripts typeddict_input, typeddict_output, static_schema_opaque: a TypedDict input is
+    an object, an output lists its fields with `required` the keys not NotRequired; Opaque
+    is an object, or an array of objects for a list."""
+    props = _input(cog_rules_doc)["properties"]
+    assert props["data"] == {"type": "object", "title": "Data", "description": "an object",
+                             "x-order": 8}
+    assert props["items"] == {"type": "array", "items": {"type": "object"}, "nullable": True,
+                              "default": None, "title": "Items", "x-order": 9}
+    assert props["payload"]["type"] == "object"
+    assert props["many"]["type"] == "array" and props["many"]["items"] == {"type": "object"}
+    output = cog_rules_doc["components"]["schemas"]["Output"]
+    assert output == {"title": "Output", "type": "object", "properties": {
+        "name": {"type": "string", "title": "Name"},
+        "count": {"type": "integer", "title": "Count"},
+        "blob": {"type": "object", "title": "Blob"},
+        "blobs": {"type": "array", "items": {"type": "object"}, "title": "Blobs"}},
+        "required": ["name", "blob", "blobs"]}
+
+
+def test_accept_is_published_and_default_factory_is_the_default(cog_rules_doc):
+    """Script accept_mime_type: `x-cog-accept` on Path inputs, absent elsewhere."""
+    props = _input(cog_rules_doc)["properties"]
+    assert props["image"]["x-cog-accept"] == "image/*"
+    assert props["weights"]["x-cog-accept"] == ".safetensors,.bin"
+    assert [name for name, p in props.items() if "x-cog-accept" in p] == ["image", "weights"]
+    assert props["tags"]["default"] == ["a", "b"]
+
+
+@pytest.mark.parametrize("declaration,message", [
+    ('name: str = Input(description="User name", accept="text/plain")',
+     'run() parameter "name": accept is only valid on Path or File inputs, not str'),
+    ("tags: list[str] = Input(default_factory=lambda: 1 / 0)",
+     'run() parameter "tags": default_factory Runner.<lambda> failed: ZeroDivisionError: '
+     'division by zero'),
+])
+def test_definition_errors_of_the_new_keywords(tmp_path, declaration, message):
+    """Script accept_mime_type_error: accept on a str input is refused at load."""
+    (tmp_path / "run.py").write_text(
+        "from cog import BaseRunner, Input\n\nclass Runner(BaseRunner):\n"
+        f"    def run(self, {declaration}) -> str:\n        return ''\n")
+    (tmp_path / "cog.yaml").write_text('run: "run.py:Runner"\n')
+    result = cogserve("schema", tmp_path)
+    assert result.returncode == 1
+    assert message in result.stderr

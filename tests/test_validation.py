@@ -30,7 +30,7 @@ def test_a_valid_input_has_no_errors(validator):
     assert verdict(validator, count=10, ratio=1, flag=True, words=["x", "y"], numbers=[0, 5],
                    extra={"a": [1]}, anything={"k": None}, maybe="m", color="blue", size=3,
                    mode="slow", image="https://example.com/a.png",
-                   files=["data:,abc"], token="s", blob=[1, "two"]) == {}
+                   files=["data:,abc"], token="s", blob={"raw": [1, "two"]}) == {}
 
 
 @pytest.mark.parametrize("field,value,message", [

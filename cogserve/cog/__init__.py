@@ -1,21 +1,27 @@
 """The `cog` package as a model sees it inside cogserve's worker (`import cog`).
 
-It offers every name Cog 0.23.1's `cog` package has (`dir(cog)`), its submodules
-(`cog.types`, `cog.input`, `cog.model`, `cog.predictor`) and the deprecated names
-published models still import (`emit_metric`, `ExperimentalFeatureWarning`), each of
-which prints Cog's deprecation line to stderr (the logs) once, on first use.
-`cog.__version__` is the Cog version cogserve is compatible with, since models log
-and check it; `cogserve.__version__` stays cogserve's own.
+It is Cog 0.23.1's public API: every name of `cog` and of its submodules (`cog.types`,
+`cog.input`, `cog.model`, `cog.predictor`) with Cog's call signatures and class members
+(`tests/test_sdk_surface.py` compares them with the reference wheel's), plus
+cogserve's additions (`Tensor`). The deprecated names published models still import
+(`emit_metric`, `ExperimentalFeatureWarning`) print Cog's deprecation line to stderr (the
+logs) once, on first use. `cog.__version__` is the Cog version cogserve follows, since
+models log and check it; `cogserve.__version__` stays cogserve's own.
 """
 
 import sys as _sys
 from collections.abc import Callable
-from typing import TypeVar, overload
+from typing import TypeVar
+from typing import overload as overload  # in Cog's `dir(cog)`, as Callable and TypeVar
 
-from cogserve.cog import input, model, predictor, types
+# the submodules, as attributes of the package (`cog.types.Path`)
+from cogserve.cog import input as input
+from cogserve.cog import model as model
+from cogserve.cog import predictor as predictor
+from cogserve.cog import types as types
 from cogserve.exceptions import CancelationException
 from cogserve.runner import concurrent, streaming
-from cogserve.scope import current_scope
+from cogserve.scope import current_scope as _current_scope
 from cogserve.types import Opaque, Tensor
 
 from .input import FieldInfo, Input
@@ -36,13 +42,19 @@ __version__ = "0.23.1"  # the Cog release whose API and behaviour cogserve follo
 _F = TypeVar("_F", bound=Callable[..., object])
 
 
+def current_scope() -> object:
+    """The running prediction's scope (`record_metric`, `metrics`, `context`); a no-op
+    scope outside a prediction."""
+    return _current_scope()
+
+
 class _ExperimentalFeatureWarning(FutureWarning):
     """Deprecated in Cog: kept so `warnings.filterwarnings(..., ExperimentalFeatureWarning)`
     in published models still imports."""
 
 
 def _emit_metric(name: str, value: float) -> None:
-    current_scope().record_metric(name, value)
+    _current_scope().record_metric(name, value)
 
 
 # name -> (Cog's deprecation line, the object)
@@ -64,7 +76,11 @@ def __getattr__(name: str) -> object:
         print(message, file=_sys.stderr)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'cog' has no attribute {name!r}")
+    if name.startswith("__"):  # the import system's questions (`__path__`, ...)
+        raise AttributeError(f"module 'cog' has no attribute {name!r}")
+    from cogserve.cog.legacy import old_attribute  # older SDKs' names, only when asked
+
+    return old_attribute("cog", name)
 
 
 __all__ = [
@@ -75,21 +91,19 @@ __all__ = [
     "BaseRunner",
     "CancelationException",
     "ConcatenateIterator",
+    "ExperimentalFeatureWarning",
     "FieldInfo",
     "File",
     "Input",
     "Opaque",
     "Path",
     "Secret",
-    "Tensor",
     "URLFile",
     "URLPath",
     "concurrent",
     "current_scope",
-    "input",
-    "model",
-    "overload",
-    "predictor",
+    "emit_metric",
     "streaming",
-    "types",
+    # cogserve's additions
+    "Tensor",
 ]

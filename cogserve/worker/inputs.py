@@ -64,9 +64,10 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
     for spec in sig.inputs:
         if spec.name in raw:
             value = raw[spec.name]
+        elif spec.factory is not None:
+            value = spec.factory()  # a new one for each prediction
         else:
-            default = spec.info.default
-            value = None if default is MISSING else default
+            value = None if spec.default is MISSING else spec.default
             if not isinstance(value, str | int | float | bool | list | type(None)):
                 kwargs[spec.name] = value  # a typed default (Path, Secret...) is used as is
                 continue
@@ -138,31 +139,4 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
         from cogserve.worker.tensors import to_array
 
         return to_array(value, t.tensor, spec.name)
-    if kind == TypeKind.UNION:
-        return _union(t, value)
-    return value
-
-
-def _union(t: TypeSpec, value: Any) -> Any:
-    """Most specific member wins: a JSON integer for an int|float union stays an int."""
-    kinds = {m.kind for m in t.members}
-    if type(value) is int and TypeKind.INT not in kinds and TypeKind.FLOAT in kinds:
-        return float(value)
-    return value
-
-
-def weights_argument(setup: Any) -> dict[str, Any]:
-    """`setup(weights)` gets COG_WEIGHTS as a string, or None: what coglet hands over
-    (cog.predictor.extract_setup_weights), whatever the parameter is annotated as, so a
-    model that calls `requests.get(weights)` in setup() works unchanged."""
-    import inspect
-
-    from cogserve.envvars import env_text
-
-    try:
-        param = inspect.signature(setup).parameters.get("weights")
-    except (TypeError, ValueError):
-        return {}
-    if param is None:
-        return {}
-    return {"weights": env_text("COG_WEIGHTS") or None}
+    return value  # a union's value too: a JSON integer for `str | float` stays an int (Cog's)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from cogserve import jsoncodec, protocol
 from cogserve.exceptions import DefinitionError
 from cogserve.ipc import SyncChannel
-from cogserve.loader import LoadedModel, import_ref, load_model
+from cogserve.loader import LoadedModel, load_model
+from cogserve.model_import import import_ref
 from cogserve.protocol import Mode, ToWorker, UserHealth
 from cogserve.schema import openapi_document
 from cogserve.signature import read_signature
@@ -133,7 +134,7 @@ def _setup_failed(control: SyncChannel, router: Router, exc: BaseException) -> N
 def _setup_args(model: LoadedModel) -> dict[str, Any]:
     if model.setup is None:
         return {}
-    from cogserve.worker.inputs import weights_argument
+    from cogserve.runner import weights_argument
 
     return weights_argument(model.setup)
 

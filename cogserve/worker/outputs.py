@@ -49,7 +49,7 @@ def encode(value: Any, t: TypeSpec, where: str = "output",
         found = []
     kind = t.kind
     if value is None:
-        if t.optional or kind in (TypeKind.ANY, TypeKind.OPAQUE):
+        if t.optional or kind == TypeKind.ANY:
             return None
         raise OutputTypeError(f"{where}: expected {t.describe()}, got None")
     if kind == TypeKind.STR:
@@ -107,7 +107,7 @@ def encode(value: Any, t: TypeSpec, where: str = "output",
                 return encode(value, member, where, found)
             except OutputTypeError:
                 continue
-    elif kind in (TypeKind.ANY, TypeKind.OPAQUE, TypeKind.LITERAL):
+    elif kind in (TypeKind.ANY, TypeKind.LITERAL):
         return _jsonable(value, where, found)
     raise OutputTypeError(
         f"{where}: expected {t.describe()}, got {type(value).__name__} ({_short(value)})"
@@ -128,9 +128,11 @@ def _encode_object(value: Any, t: TypeSpec, where: str,
         )
     out = {}
     for name, ft, required in t.fields:
-        if name not in data and required:
-            raise OutputTypeError(f"{where}.{name}: required field is missing")
-        out[name] = encode(data.get(name), ft, f"{where}.{name}", found)
+        if name not in data:
+            if required:
+                raise OutputTypeError(f"{where}.{name}: required field is missing")
+            continue  # a TypedDict's NotRequired key, left out
+        out[name] = encode(data[name], ft, f"{where}.{name}", found)
     return out
 
 

@@ -1,11 +1,11 @@
 import os
-from typing import Any
+from typing import Any, Optional
 
 from cog import BaseRunner
 
 
 class Runner(BaseRunner):
-    def run(self, kind: str = "ok", data: Any = None) -> Any:
+    def run(self, kind: str = "ok", data: Optional[Any] = None) -> Any:
         if kind == "set":
             return {1, 2}
         if kind == "deep":  # nested deeper than JSON output allows

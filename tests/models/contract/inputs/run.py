@@ -1,4 +1,7 @@
-"""Every input type and every Input() keyword; run() reports what it received."""
+"""Every input type and every Input() keyword; run() reports what it received.
+
+Inputs that may be omitted are `Optional`: in Cog's schema `= Input(default=None)` on a
+type without None is required (a Secret excepted)."""
 
 from typing import Annotated, Any, Literal, Optional
 
@@ -12,23 +15,23 @@ class Runner(BaseRunner):
         count: int = Input(default=3, ge=1, le=10),
         ratio: float = Input(default=0.5, ge=0.0, le=1.0),
         flag: bool = False,
-        image: Path = Input(default=None, description="A file"),
-        handle: File = Input(default=None),
+        image: Optional[Path] = Input(default=None, description="A file"),
+        handle: Optional[File] = Input(default=None),
         token: Secret = Input(default=None),
         words: list[str] = Input(default=["a"], min_length=1),
-        numbers: list[int] = Input(default=None, ge=0),
-        files: list[Path] = Input(default=None),
-        extra: dict = Input(default=None),
-        anything: Any = Input(default=None),
+        numbers: Optional[list[int]] = Input(default=None, ge=0),
+        files: Optional[list[Path]] = Input(default=None),
+        extra: Optional[dict] = Input(default=None),
+        anything: Optional[Any] = Input(default=None),
         maybe: Optional[str] = None,
         maybe_new: str | None = None,
-        mixed: int | float | bool = Input(default=None),
-        either: str | list[str] = Input(default=None),
+        mixed: int | float | bool | None = Input(default=None),
+        either: str | list[str] | None = Input(default=None),
         color: str = Input(default="red", choices=["red", "green", "blue"]),
         size: int = Input(default=2, choices=[1, 2, 3]),
         mode: Literal["fast", "slow"] = "fast",
         old: str = Input(default="x", deprecated=True),
-        blob: Annotated[Any, Opaque] = None,
+        blob: Optional[Annotated[Any, Opaque]] = None,
         plain: int = 7,
     ) -> dict:
         received = {}
