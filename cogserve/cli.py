@@ -181,6 +181,10 @@ def _configure_logging(background: bool = False) -> None:
     fmt = env_text("LOG_FORMAT", "json")
     handler = (BackgroundLogHandler(sys.stderr) if background
                else logging.StreamHandler(sys.stderr))
+    if background:
+        # no format here shows a record's thread or process: not looked up per record
+        # (per request, for the access line)
+        logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     if fmt == "console":
         handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     else:

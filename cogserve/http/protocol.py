@@ -80,6 +80,7 @@ class _LimitedProtocol(HttpToolsProtocol):
         self._in_head = True
         self._head_bytes = 0
         self._header_count = 0
+        self._header_bytes = 0  # names and values (+4 each), as parsed
         self._refusal = ""
         self._deadline = 0.0  # loop time by which the current phase must progress
         self._watching = False  # whether the current phase has a deadline at all
@@ -96,6 +97,7 @@ class _LimitedProtocol(HttpToolsProtocol):
         self._in_head = True
         self._head_bytes = 0
         self._header_count = 0
+        self._header_bytes = 0
         self._arm(self.limits.head_timeout)
 
     def _arm(self, seconds: float) -> None:
@@ -156,11 +158,11 @@ class _LimitedProtocol(HttpToolsProtocol):
         if self._header_count > self.limits.max_headers:
             self._refusal = f"more than {self.limits.max_headers} request headers"
             raise _HeadTooLarge
+        self._header_bytes += len(name) + len(value) + 4
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)
-        if size > self.limits.max_head_bytes:
+        if len(self.url) + self._header_bytes > self.limits.max_head_bytes:
             self._refusal = f"the request head exceeds {self.limits.max_head_bytes} bytes"
             raise _HeadTooLarge
         self._in_head = False
