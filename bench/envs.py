@@ -4,7 +4,9 @@ Each venv is built once and reused while its package list is unchanged (a marker
 records the list it was built from), so a second `bench/run` starts measuring at once.
 cogserve is installed editable from this checkout, so the bench always measures the
 working tree; the floor app runs in the same venv, on the same uvicorn, httptools and
-uvloop as cogserve.
+uvloop as cogserve. `baseline(REF)` installs cogserve as it was at a git ref (from `git
+archive`, not editable) into a venv named by the commit, so `bench/run --baseline REF`
+measures the working tree against that commit with nothing else different.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tarfile
+from dataclasses import dataclass
 
 BENCH = pathlib.Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -47,6 +51,55 @@ def venv(name: str) -> pathlib.Path:
           *PACKAGES[name]])
     marker.write_text(wanted)
     return path
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """cogserve at a git ref, installed: what `bench/run --baseline REF` runs beside it."""
+
+    ref: str        # as the user gave it
+    commit: str     # its full sha
+    venv: pathlib.Path
+
+    @property
+    def label(self) -> str:
+        short = self.commit[:7]
+        return f"cogserve at {short}" if self.ref.startswith(short) else \
+            f"cogserve at {self.ref} ({short})"
+
+
+def baseline(ref: str) -> Baseline:
+    """Install cogserve at `ref` (once per commit) into bench/.cache/venvs/baseline-SHA."""
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                          capture_output=True, text=True, cwd=REPO)
+    if done.returncode != 0:
+        raise SetupError(f"--baseline {ref}: not a commit in {REPO}")
+    commit = done.stdout.strip()
+    path = VENVS / f"baseline-{commit[:12]}"
+    marker = path / ".bench-installed"
+    # numpy: the V2 sum model needs it, as in the cogserve venv
+    wanted = f"cogserve@{commit}\nnumpy>=1.24"
+    if marker.exists() and marker.read_text() == wanted:
+        return Baseline(ref, commit, path)
+    print(f"[bench] installing cogserve at {ref} ({commit[:12]}) into {path} ...",
+          file=sys.stderr, flush=True)
+    source = CACHE / "baselines" / commit[:12]
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
+    archive = subprocess.Popen(["git", "archive", "--format=tar", commit], cwd=REPO,
+                               stdout=subprocess.PIPE)
+    assert archive.stdout is not None
+    with tarfile.open(fileobj=archive.stdout, mode="r|") as tar:
+        tar.extractall(source, filter="data")
+    if archive.wait() != 0:
+        raise SetupError(f"git archive {commit} failed")
+    if not (path / "bin" / "python").exists():
+        _run([sys.executable, "-m", "venv", str(path)])
+    _run([str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+          str(source), "numpy>=1.24"])
+    shutil.rmtree(source, ignore_errors=True)  # installed as a copy: the tree is not needed
+    marker.write_text(wanted)
+    return Baseline(ref, commit, path)
 
 
 def wrk() -> str:

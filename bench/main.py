@@ -5,6 +5,9 @@
                                    bench/.cache/RESULTS-quick.md and prints it
     bench/run -s noop_seq -s sse   only these scenarios (writes bench/.cache/RESULTS-partial.md)
     bench/run --profile noop_seq   cogserve alone under py-spy: a flame graph SVG
+    bench/run -s noop_seq --baseline main
+                                   also cogserve at git ref `main`, as one more system
+                                   (installed once into bench/.cache/venvs/baseline-SHA)
 
 For each scenario every system is started once and warmed up, then the rounds run
 interleaved (cogserve, peer, floor, cogserve, peer, floor ...) so a burst of load from
@@ -27,7 +30,7 @@ import traceback
 
 from bench import envs, loadgen, profile, report, systems
 from bench.scenarios import ALL, Context, Scenario, Unavailable, Unsupported
-from bench.systems import COGSERVE, LITSERVE, MLSERVER, REFERENCE, Server, StartError
+from bench.systems import BASELINE, COGSERVE, LITSERVE, MLSERVER, REFERENCE, Server, StartError
 
 RESULTS = envs.BENCH / "RESULTS.md"
 QUICK_RESULTS = envs.CACHE / "RESULTS-quick.md"
@@ -107,8 +110,9 @@ def _note(exc: BaseException) -> str:
 
 
 def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
-                 only: list[str] | None) -> None:
-    chosen = [s for s in scenario.systems if not only or s in only]
+                 only: list[str] | None, baseline: bool = False) -> None:
+    chosen = [s for s in scenario.lineup(baseline)
+              if not only or s in only or s == BASELINE]
     outcomes = results.setdefault(scenario.key, {})
     for system in chosen:
         outcomes[system] = report.Outcome()
@@ -180,6 +184,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="run only this system (repeatable)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds per system (>= 1)")
     parser.add_argument("--seconds", type=float, default=None, help="length of a rate run")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="also run cogserve at this git ref (a commit, branch or tag) in "
+                             "every scenario, interleaved, with its own ratio column")
     parser.add_argument("--profile", choices=keys, metavar="NAME",
                         help="profile cogserve in this scenario with py-spy; write an SVG")
     parser.add_argument("-o", "--output", type=pathlib.Path, default=None,
@@ -199,6 +206,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in (COGSERVE, REFERENCE, MLSERVER, LITSERVE):
         if name in needed:
             envs.venv(name)
+    if args.baseline and not args.profile:
+        systems.use_baseline(envs.baseline(args.baseline))
 
     receiver = start_receiver()
     ctx.upload_url = f"http://127.0.0.1:{receiver.server_address[1]}/uploads/"
@@ -213,9 +222,11 @@ def main(argv: list[str] | None = None) -> None:
         load_before = " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
         results: report.Results = {}
         for scenario in chosen:
-            run_scenario(scenario, ctx, results, args.system)
+            run_scenario(scenario, ctx, results, args.system, baseline=bool(args.baseline))
+        load_after = " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
         text = report.render(chosen, results, quick=args.quick, rounds=ctx.rounds,
-                             seconds=seconds, started=started, load_before=load_before)
+                             seconds=seconds, started=started, load_before=load_before,
+                             load_after=load_after, baseline=systems.baseline_label())
     finally:
         receiver.shutdown()
         receiver.server_close()

@@ -66,6 +66,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
+def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU time used so far by a server process and by all its descendants (its workers).
+
+    Read before and after a rate run, the differences over the requests served are the
+    parent's and the workers' CPU per request: steadier than req/s on a shared machine,
+    where other load takes turns on the cores but does not add to a process's own time.
+    """
+    return cpu_seconds(pid), sum(cpu_seconds(child) for child in descendants(pid))
+
+
 def command_line(pid: int) -> str:
     """A process's argv joined by spaces, or its title where it set one ('' if gone)."""
     try:

@@ -20,14 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import envs, loadgen, systems
-from bench.procs import reset_peak_rss, status_kib
+from bench.procs import reset_peak_rss, status_kib, tree_cpu_seconds
 from bench.systems import (
+    BASELINE,
     COGSERVE,
     COGSERVE_METRICS_OFF,
     COGSERVE_ONE_WORKER,
     FLOOR,
     LITSERVE,
     MLSERVER,
+    OURS,
     REFERENCE,
     Server,
 )
@@ -83,6 +85,14 @@ class Scenario:
     systems: tuple[str, ...] = (COGSERVE, REFERENCE, FLOOR)
     figures: tuple[Figure, ...] = ()
     restart_each_round = False       # cold start: measure() starts its own server
+    with_baseline = True             # `--baseline REF` adds cogserve at REF to `systems`
+
+    def lineup(self, baseline: bool) -> tuple[str, ...]:
+        """The systems to run, in order: the baseline (if any) right after cogserve."""
+        if not (baseline and self.with_baseline and COGSERVE in self.systems):
+            return self.systems
+        at = self.systems.index(COGSERVE) + 1
+        return (*self.systems[:at], BASELINE, *self.systems[at:])
 
     def model_dir(self, system: str) -> pathlib.Path:
         return MODELS / self.model
@@ -119,6 +129,14 @@ class Scenario:
 # ---------------------------------------------------------------- 1, 2, 3: request rates
 
 
+PARENT_CPU = "parent CPU per prediction"
+WORKER_CPU = "worker CPU per prediction"
+# utime+stime from /proc around the measured run, over its successful responses (so a
+# system's 409s are paid for by the predictions it did serve); "worker" is every
+# descendant of the server process (0 for the floor, which has none)
+CPU_FIGURES = (Figure(PARENT_CPU, "µs", False), Figure(WORKER_CPU, "µs", False))
+
+
 class _WrkScenario(Scenario):
     connections = 1
     path = "/predictions"
@@ -129,6 +147,19 @@ class _WrkScenario(Scenario):
     def run_wrk(self, server: Server, ctx: Context, seconds: float) -> loadgen.WrkResult:
         return loadgen.wrk(ctx.wrk, server.url + self.path, connections=self.connections,
                            seconds=seconds, body=self.body(), headers=JSON)
+
+    def run_with_cpu(self, server: Server, ctx: Context) -> tuple[loadgen.WrkResult,
+                                                                   dict[str, float]]:
+        """One measured run, and the server's CPU per successful prediction during it."""
+        assert server.proc is not None
+        parent_0, workers_0 = tree_cpu_seconds(server.proc.pid)
+        r = self.run_wrk(server, ctx, ctx.seconds)
+        parent_1, workers_1 = tree_cpu_seconds(server.proc.pid)
+        if r.ok == 0:
+            raise RuntimeError(f"no successful response ({r.non_2xx} non-2xx, "
+                               f"{r.socket_errors} socket errors)")
+        return r, {PARENT_CPU: (parent_1 - parent_0) / r.ok * 1e6,
+                   WORKER_CPU: max(0.0, workers_1 - workers_0) / r.ok * 1e6}
 
     def warmup(self, server: Server, ctx: Context) -> None:
         self.run_wrk(server, ctx, ctx.warmup_s)
@@ -143,15 +174,17 @@ class NoopSequential(_WrkScenario):
     # wrk's latencies cover every response, 409s included (the reference answers many)
     figures = (Figure("successful req/s", "req/s", True),
                Figure("p50, all responses", "ms", False),
-               Figure("p99, all responses", "ms", False), Figure("non-2xx", "count", False))
+               Figure("p99, all responses", "ms", False), Figure("non-2xx", "count", False),
+               *CPU_FIGURES)
 
     def body(self) -> pathlib.Path:
         return body_file("noop.json", lambda: b'{"input":{"text":"hi"}}')
 
     def measure(self, server: Server, ctx: Context) -> dict[str, float]:
-        r = self.run_wrk(server, ctx, ctx.seconds)
+        r, cpu = self.run_with_cpu(server, ctx)
         return {"successful req/s": r.ok_per_s, "p50, all responses": r.p50_ms,
-                "p99, all responses": r.p99_ms, "non-2xx": float(r.non_2xx + r.socket_errors)}
+                "p99, all responses": r.p99_ms, "non-2xx": float(r.non_2xx + r.socket_errors),
+                **cpu}
 
 
 class NoopConcurrent(NoopSequential):
@@ -162,12 +195,12 @@ class NoopConcurrent(NoopSequential):
     connections = 8
     figures = (Figure("successful req/s", "req/s", True),
                Figure("409 responses", "count/round", False),
-               Figure("other errors", "count/round", False))
+               Figure("other errors", "count/round", False), *CPU_FIGURES)
 
     def measure(self, server: Server, ctx: Context) -> dict[str, float]:
-        r = self.run_wrk(server, ctx, ctx.seconds)
+        r, cpu = self.run_with_cpu(server, ctx)
         return {"successful req/s": r.ok_per_s, "409 responses": float(r.conflicts),
-                "other errors": float(r.other + r.socket_errors)}
+                "other errors": float(r.other + r.socket_errors), **cpu}
 
 
 class AsyncSlots(_WrkScenario):
@@ -178,7 +211,7 @@ class AsyncSlots(_WrkScenario):
     connections = 16
     figures = (Figure("successful req/s", "req/s", True),
                Figure("fraction of ideal 1600/s", "", True),
-               Figure("non-2xx", "count/round", False))
+               Figure("non-2xx", "count/round", False), *CPU_FIGURES)
 
     def env(self, system: str) -> dict[str, str]:
         return {"FLOOR_SLEEP_S": "0.01"} if system == FLOOR else {"COG_MAX_CONCURRENCY": "16"}
@@ -187,9 +220,9 @@ class AsyncSlots(_WrkScenario):
         return body_file("async.json", lambda: b'{"input":{}}')
 
     def measure(self, server: Server, ctx: Context) -> dict[str, float]:
-        r = self.run_wrk(server, ctx, ctx.seconds)
+        r, cpu = self.run_with_cpu(server, ctx)
         return {"successful req/s": r.ok_per_s, "fraction of ideal 1600/s": r.ok_per_s / 1600,
-                "non-2xx": float(r.non_2xx + r.socket_errors)}
+                "non-2xx": float(r.non_2xx + r.socket_errors), **cpu}
 
 
 # ---------------------------------------------------------------- 4: SSE
@@ -348,6 +381,7 @@ class ColdStartEnv(Scenario):
     model = "deps"
     systems = (COGSERVE,)
     restart_each_round = True
+    with_baseline = False  # measure() starts the working tree's cogserve by name
     figures = (Figure("start to READY, environment built", "s", False),
                Figure("start to READY, environment reused", "s", False),
                Figure("start to READY, --no-env", "s", False),
@@ -435,7 +469,7 @@ class V2Json(Scenario):
         return "sum"
 
     def args(self, system: str, ctx: Context) -> list[str]:
-        return ["--model-name", self.model_name()] if system == COGSERVE else []
+        return ["--model-name", self.model_name()] if system in OURS else []
 
     def infer_url(self, server: Server) -> str:
         return f"{server.url}/v2/models/{urllib.parse.quote(self.model_name())}/infer"
@@ -471,7 +505,7 @@ class V2Json(Scenario):
         got = loadgen.request(self.infer_url(server), body=path.read_bytes(), headers=headers)
         if got.status != 200:
             message = " ".join(got.body[:120].decode(errors="replace").split())
-            if self.binary and server.system != COGSERVE:
+            if self.binary and server.system not in OURS:
                 # MLServer 1.7.1's REST front end parses every body as JSON: a binary
                 # tensor body gets a 500 from its JSON decoder
                 raise Unsupported(f"binary tensor request body refused: HTTP {got.status}")
@@ -541,7 +575,7 @@ class CPUPool(_WrkScenario):
         super().prepare(ctx)
 
     def args(self, system: str, ctx: Context) -> list[str]:
-        return POOL_ARGS if system == COGSERVE else []
+        return POOL_ARGS if system in OURS else []
 
     def body(self) -> pathlib.Path:
         # no n: every system runs the model's default (work.ITERATIONS, ~20 ms)

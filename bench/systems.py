@@ -1,6 +1,7 @@
 """How to start each compared system on a model folder, and when it is ready.
 
-cogserve (and its VARIANTS: the same server started another way), the reference (Cog 0.23.1 +
+cogserve (and its VARIANTS: the same server started another way), the baseline (cogserve at
+another commit, with `bench/run --baseline REF`), the reference (Cog 0.23.1 +
 coglet 0.23.1), MLServer 1.7.1, LitServe and the floor app
 each get a free port on 127.0.0.1 and run from their own bench venv. `Server.ready_s` is
 process start to READY, as a user waiting on the health check sees it.
@@ -24,6 +25,7 @@ LOGS = envs.CACHE / "logs"
 COGSERVE = "cogserve"
 COGSERVE_METRICS_OFF = "cogserve-metrics-off"
 COGSERVE_ONE_WORKER = "cogserve-one-worker"
+BASELINE = "baseline"  # cogserve at --baseline REF: started exactly as cogserve is
 REFERENCE = "reference"
 MLSERVER = "mlserver"
 LITSERVE = "litserve"
@@ -46,6 +48,19 @@ VARIANTS = {
     COGSERVE_ONE_WORKER: Variant(args=("--workers", "1", "--queue-size", "64")),
 }
 ALL = (COGSERVE, *VARIANTS, REFERENCE, MLSERVER, LITSERVE, FLOOR)
+OURS = (COGSERVE, BASELINE)  # the two builds of cogserve: same arguments, same checks
+
+_baseline: envs.Baseline | None = None
+
+
+def use_baseline(baseline: envs.Baseline) -> None:
+    """Make BASELINE start from this install (set once, by `bench/run --baseline`)."""
+    global _baseline
+    _baseline = baseline
+
+
+def baseline_label() -> str | None:
+    return _baseline.label if _baseline is not None else None
 
 
 class StartError(RuntimeError):
@@ -101,13 +116,19 @@ def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, s
     args = list(args or [])
     log = LOGS / f"{tag}-{system}.log"
     variant = VARIANTS.get(system)
-    if system == COGSERVE or variant is not None:
+    if system in OURS or variant is not None:
         assert model is not None
         env.setdefault("LOG_FORMAT", "console")
         if variant is not None:
             env.update(variant.env)
             args += variant.args
-        argv = [str(envs.venv(COGSERVE) / "bin" / "cogserve"), "serve", str(model),
+        if system == BASELINE:
+            if _baseline is None:
+                raise StartError("no baseline installed (bench/run --baseline REF)")
+            venv = _baseline.venv
+        else:
+            venv = envs.venv(COGSERVE)
+        argv = [str(venv / "bin" / "cogserve"), "serve", str(model),
                 "--host", "127.0.0.1", "--port", str(port), *args]
         proc = Proc(argv, env=env, log=log)
         health, ready = url + "/health-check", _health_ready

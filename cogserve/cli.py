@@ -22,6 +22,7 @@ from cogserve import interrupt
 from cogserve.config import ModelConfig, load_config
 from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
+from cogserve.log_writer import BackgroundLogHandler
 from cogserve.protocol import Mode
 from cogserve.states import Event
 
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
 
     deploy = deploy_commands.register(sub)
     args = parser.parse_args(argv)
-    _configure_logging()
+    _configure_logging(background=args.command == "serve")
     try:
         if args.command in deploy:
             deploy[args.command](args)
@@ -172,10 +173,18 @@ class _DefaultsShown(argparse.HelpFormatter):
         return text
 
 
-def _configure_logging() -> None:
+def _configure_logging(background: bool = False) -> None:
+    """`background`: a server's INFO lines (an access line per request) are formatted and
+    written by a thread (`log_writer`); a command's lines are written as they come, in
+    order with what it prints."""
     level = env_text("COG_LOG_LEVEL", "INFO").upper()
     fmt = env_text("LOG_FORMAT", "json")
-    handler = logging.StreamHandler(sys.stderr)
+    handler = (BackgroundLogHandler(sys.stderr) if background
+               else logging.StreamHandler(sys.stderr))
+    if background:
+        # no format here shows a record's thread or process: not looked up per record
+        # (per request, for the access line)
+        logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     if fmt == "console":
         handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     else:

@@ -147,7 +147,6 @@ class CogRoutes:
             if not _ID.match(body_id):
                 raise HTTPError(422, _detail([("body", "id"), _ID_RULE, "value_error"]))
             prediction_id = body_id
-        prediction_id = prediction_id or service.new_id()
 
         service.check_accepting()
         raw_input = body.get("input", {})
@@ -171,8 +170,8 @@ class CogRoutes:
             listeners.append(self.webhook_listener(webhook, events))
         context = {k: v for k in ("traceparent", "tracestate")
                    if (v := header(scope, k.encode())) is not None}
-        prediction = service.create(
-            prediction_id, raw_input, mode=mode, webhook=webhook,
+        prediction = service.create(  # an id made only for a request that gets this far
+            prediction_id or service.new_id(), raw_input, mode=mode, webhook=webhook,
             webhook_events_filter=events, output_file_prefix=prefix,
             context=context, listeners=listeners, remember=True,
             model_context=model_context, timeout=request_timeout(scope),

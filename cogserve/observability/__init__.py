@@ -44,7 +44,7 @@ def build(service: Service, options: ObservabilityOptions) -> Observability:
         service.on_drain.append(_flush_spans)
     if options.metrics:
         feed = MetricsFeed(service, observer, options)
-        service.events.subscribe(feed)
+        service.events.subscribe(feed, MetricsFeed.EVENTS)
         if options.metrics_port is None:
             routes["/metrics"] = {"GET": feed.endpoint}
         else:
@@ -59,6 +59,13 @@ class MetricsFeed:
     instead of delaying it. A worker whose environment is still being built (minutes)
     starts late: a scrape before then builds the metrics itself.
     """
+
+    # what `Metrics.on_event` counts (listed here: metrics.py imports prometheus_client);
+    # a prediction's creation is not among them, so it costs metrics nothing
+    EVENTS = (RuntimeEvent.WORKER_STARTED, RuntimeEvent.WORKER_EXITED,
+              RuntimeEvent.SETUP_FINISHED, RuntimeEvent.PREDICTION_COMPLETED,
+              RuntimeEvent.WEBHOOK_ATTEMPT, RuntimeEvent.UPLOAD, RuntimeEvent.DOWNLOADS,
+              RuntimeEvent.SSE_CLIENT, RuntimeEvent.V2_INFERENCE)
 
     def __init__(self, service: Service, observer: RequestObserver,
                  options: ObservabilityOptions) -> None:

@@ -16,11 +16,18 @@ a Prometheus server down. They stay in each prediction's `metrics` field.
 
 `prometheus_client` costs ~28 ms to import, so `Metrics` is built after the worker has
 been started (it loads in parallel) rather than before it.
+
+The series every request and every prediction feeds (HTTP requests and their duration,
+predictions by outcome, run and queue-wait durations) are `LoopSeries`: plain counts
+updated on the event loop, with no lock and no label lookup, turned into Prometheus
+families only when scraped. prometheus_client's `Counter`/`Histogram` take a lock per
+value changed (eight per prediction request); the rarer series keep them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +39,10 @@ from prometheus_client import (
     ProcessCollector,
     disable_created_metrics,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
+from prometheus_client.utils import INF, floatToGoString
 
 from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
 from cogserve.states import Health, Status
@@ -52,6 +60,7 @@ HEALTH_STATES = tuple(h.value for h in (Health.STARTING, Health.READY, Health.BU
 PREDICTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
                       300, 600, 1800, 3600)
 WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300)
+HTTP_BUCKETS = Histogram.DEFAULT_BUCKETS  # (.005 ... 10, +Inf), as the request histogram had
 
 
 class Metrics:
@@ -65,21 +74,23 @@ class Metrics:
         ProcessCollector(registry=registry)  # the parent's CPU, memory, fds
         registry.register(_ServiceState(service))
         r: dict[str, Any] = {"registry": registry}
-        self.http_requests = Counter(
+        self.loop_series = series = LoopSeries()
+        registry.register(series)
+        self.http_requests = series.counter(
             "cogserve_http_requests", "HTTP requests answered, by route template, method "
-            "and status", ["route", "method", "status"], **r)
-        self.http_duration = Histogram(
+            "and status", ("route", "method", "status"))
+        self.http_duration = series.histogram(
             "cogserve_http_request_duration_seconds", "Time from request to the end of the "
-            "response (a stream's whole length)", ["route", "method"], **r)
-        self.predictions = Counter(
+            "response (a stream's whole length)", ("route", "method"), HTTP_BUCKETS)
+        self.predictions = series.counter(
             "cogserve_predictions", "Predictions and trainings ended, by kind and outcome",
-            ["kind", "outcome"], **r)
-        self.prediction_duration = Histogram(
+            ("kind", "outcome"))
+        self.prediction_duration = series.histogram(
             "cogserve_prediction_duration_seconds", "Time in run() (predict_time), by kind",
-            ["kind"], buckets=PREDICTION_BUCKETS, **r)
-        self.queue_wait = Histogram(
+            ("kind",), PREDICTION_BUCKETS)
+        self.queue_wait = series.histogram(
             "cogserve_prediction_queue_wait_seconds", "Time from a prediction's creation to "
-            "its start on a worker, by kind", ["kind"], buckets=WAIT_BUCKETS, **r)
+            "its start on a worker, by kind", ("kind",), WAIT_BUCKETS)
         self.worker_starts = Counter("cogserve_worker_starts", "Worker processes started", **r)
         self.worker_restarts = Counter(
             "cogserve_worker_restarts", "Worker processes started to replace one (after a "
@@ -115,25 +126,18 @@ class Metrics:
         self.v2_inferences = Counter(
             "cogserve_v2_inferences", "Open Inference Protocol inference requests, by model "
             "and outcome (succeeded, failed, canceled, rejected)", ["model", "outcome"], **r)
-        # labels() costs a lock and a dict lookup per call: the children are kept. Every
-        # outcome is a series from the start, so rate() sees zeros rather than nothing.
-        self._outcomes = {(kind, outcome): self.predictions.labels(kind, outcome)
-                          for kind in KINDS for outcome in OUTCOMES}
-        self._durations = {kind: self.prediction_duration.labels(kind) for kind in KINDS}
-        self._waits = {kind: self.queue_wait.labels(kind) for kind in KINDS}
-        self._http_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        # every outcome is a series from the start, so rate() sees zeros rather than nothing
+        for kind in KINDS:
+            for outcome in OUTCOMES:
+                self.predictions.add((kind, outcome), 0)
+            self.prediction_duration.touch((kind,))
+            self.queue_wait.touch((kind,))
 
     # ------------------------------------------------------------ feeds
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        key = (route, method, status)
-        children = self._http_children.get(key)
-        if children is None:
-            children = (self.http_requests.labels(route, method, str(status)),
-                        self.http_duration.labels(route, method))
-            self._http_children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        self.http_requests.add((route, method, str(status)), 1)
+        self.http_duration.observe((route, method), seconds)
 
     def on_event(self, event: RuntimeEvent, fields: dict[str, Any]) -> None:
         if event is RuntimeEvent.PREDICTION_COMPLETED:
@@ -177,13 +181,14 @@ class Metrics:
             self.setup_duration.set(fields["seconds"])
 
     def _prediction(self, prediction: Prediction) -> None:
-        kind = prediction.kind
-        self._outcomes[(kind, prediction.status)].inc()
+        kind = (prediction.kind,)
+        self.predictions.add((prediction.kind, prediction.status.value), 1)
         if prediction.predict_time is not None:
-            self._durations[kind].observe(prediction.predict_time)
+            self.prediction_duration.observe(kind, prediction.predict_time)
         started: datetime | None = prediction.started_at
         if started is not None:
-            self._waits[kind].observe(max(0.0, (started - prediction.created_at).total_seconds()))
+            self.queue_wait.observe(
+                kind, max(0.0, (started - prediction.created_at).total_seconds()))
 
     # ------------------------------------------------------------ exposition
 
@@ -215,3 +220,85 @@ class _ServiceState(Collector):
         for state in HEALTH_STATES:
             health.add_metric([state], 1.0 if state == current else 0.0)
         yield health
+
+
+class LoopCounter:
+    """A counter family fed from the event loop: a plain float per label tuple."""
+
+    __slots__ = ("name", "doc", "labels", "values")
+
+    def __init__(self, name: str, doc: str, labels: Sequence[str]) -> None:
+        self.name, self.doc, self.labels = name, doc, list(labels)
+        self.values: dict[tuple[str, ...], float] = {}
+
+    def add(self, labels: tuple[str, ...], amount: float) -> None:
+        values = self.values
+        values[labels] = values.get(labels, 0.0) + amount
+
+    def family(self) -> CounterMetricFamily:
+        family = CounterMetricFamily(self.name, self.doc, labels=self.labels)
+        for labels, value in list(self.values.items()):  # copied: a scrape may be a thread
+            family.add_metric(labels, value)
+        return family
+
+
+class LoopHistogram:
+    """A histogram family fed from the event loop: per label tuple, a count per bucket
+    (not cumulative; the scrape adds them up) and the sum, as prometheus_client keeps."""
+
+    __slots__ = ("name", "doc", "labels", "bounds", "names", "values")
+
+    def __init__(self, name: str, doc: str, labels: Sequence[str],
+                 buckets: Sequence[float]) -> None:
+        self.name, self.doc, self.labels = name, doc, list(labels)
+        bounds = [float(b) for b in buckets]
+        if bounds[-1] != INF:
+            bounds.append(INF)
+        self.bounds = bounds
+        self.names = [floatToGoString(b) for b in bounds]  # type: ignore[no-untyped-call]
+        self.values: dict[tuple[str, ...], list[float]] = {}  # bucket counts + [sum]
+
+    def touch(self, labels: tuple[str, ...]) -> list[float]:
+        """The series for `labels`, made (all zero) if it is not there yet."""
+        counts = self.values.get(labels)
+        if counts is None:
+            counts = self.values[labels] = [0.0] * (len(self.bounds) + 1)
+        return counts
+
+    def observe(self, labels: tuple[str, ...], amount: float) -> None:
+        counts = self.values.get(labels) or self.touch(labels)
+        counts[bisect_left(self.bounds, amount)] += 1  # the first bound >= amount
+        counts[-1] += amount
+
+    def family(self) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(self.name, self.doc, labels=self.labels)
+        for labels, counts in list(self.values.items()):
+            counts = list(counts)
+            cumulative, total = [], 0.0
+            for name, count in zip(self.names, counts, strict=False):
+                total += count
+                cumulative.append((name, total))
+            family.add_metric(labels, cumulative, counts[-1])
+        return family
+
+
+class LoopSeries(Collector):
+    """The per-request series, read at scrape time (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.families: list[LoopCounter | LoopHistogram] = []
+
+    def counter(self, name: str, doc: str, labels: Sequence[str]) -> LoopCounter:
+        family = LoopCounter(name, doc, labels)
+        self.families.append(family)
+        return family
+
+    def histogram(self, name: str, doc: str, labels: Sequence[str],
+                  buckets: Sequence[float]) -> LoopHistogram:
+        family = LoopHistogram(name, doc, labels, buckets)
+        self.families.append(family)
+        return family
+
+    def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
+        for family in self.families:
+            yield family.family()

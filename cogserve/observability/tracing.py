@@ -28,12 +28,15 @@ if TYPE_CHECKING:
 
 
 class Tracing:
+    EVENTS = (RuntimeEvent.PREDICTION_CREATED, RuntimeEvent.PREDICTION_COMPLETED,
+              RuntimeEvent.PREDICTION_REFUSED)  # what `on_event` handles
+
     def __init__(self, service: Service) -> None:
         spans.configure("server")
         self.tracer = spans.tracer()
         self.model = service.settings.model_name or service.config.directory.name
         self.open: dict[int, Any] = {}  # id(prediction) -> its span, while it runs
-        service.events.subscribe(self.on_event)
+        service.events.subscribe(self.on_event, self.EVENTS)
 
     # ------------------------------------------------------------ requests
 

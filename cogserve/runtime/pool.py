@@ -130,13 +130,21 @@ class Pool:
     def state(self) -> WorkerState:
         """READY if any worker can serve, else STARTING if one is on its way, else the
         failure: SETUP_FAILED when every worker failed its setup, DEFUNCT otherwise."""
-        states = {m.state for m in self.members}
-        for state in (WorkerState.READY, WorkerState.STARTING):
-            if state in states:
+        # asked twice per request: identity tests, not a set of states (Enum's hash is a
+        # Python call)
+        starting = False
+        all_failed = True
+        for member in self.members:
+            state = member.state
+            if state is WorkerState.READY:
                 return state
-        if states == {WorkerState.SETUP_FAILED}:
-            return WorkerState.SETUP_FAILED
-        return WorkerState.DEFUNCT
+            if state is WorkerState.STARTING:
+                starting = True
+            if state is not WorkerState.SETUP_FAILED:
+                all_failed = False
+        if starting:
+            return WorkerState.STARTING
+        return WorkerState.SETUP_FAILED if all_failed else WorkerState.DEFUNCT
 
     def describe(self) -> list[dict[str, object]]:
         """Each worker for /health-check (shown when there is more than one)."""

@@ -22,10 +22,9 @@ Public surface:
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
-import uuid
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -51,6 +50,10 @@ from cogserve.validation import FieldError, InputValidator
 
 log = logging.getLogger("cogserve")
 CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
+
+
+# byte -> one of base32's 32 lowercase letters and digits (RFC 4648), for new_id
+_ID_LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz234567" * 8)
 
 
 class Service:
@@ -273,9 +276,13 @@ class Service:
 
     def new_id(self) -> str:
         """26 lowercase base32 characters; `settings.id_prefix` replaces the first ones (a
-        Ray Serve replica's tag, so that requests naming the id find its replica)."""
+        Ray Serve replica's tag, so that requests naming the id find its replica).
+
+        Each character is a random byte mapped onto the 32 letters (256 = 8 x 32, so all
+        are equally likely): 130 random bits from one getrandom() and one translate(),
+        where base32 of a uuid4 took ~3 us of pure-Python encoding per prediction."""
         prefix = self.settings.id_prefix
-        ident = base64.b32encode(uuid.uuid4().bytes).decode().lower().rstrip("=")
+        ident = os.urandom(26).translate(_ID_LETTERS).decode("ascii")
         return prefix + ident[len(prefix):]
 
     def create(

@@ -75,8 +75,8 @@ class FinishedStore:
         self.entries[prediction.id] = entry
         self.bytes += entry.size
         while len(self.entries) > self.max_count or self.bytes > self.max_bytes:
-            oldest, _ = next(iter(self.entries.items()))
-            self._drop(oldest)
+            oldest, dropped = self.entries.popitem(last=False)
+            self.bytes -= dropped.size
             self._remember_evicted(oldest)
 
     def get(self, prediction_id: str, kind: str) -> Finished | None:
