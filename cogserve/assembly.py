@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cogserve.config import ModelConfig
-from cogserve.http.app import App, ItemHandler
+from cogserve.http.app import App
 from cogserve.http.cog_routes import CogRoutes
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import ObservabilityOptions, Settings
@@ -52,16 +52,14 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
     access = security.AccessConfig.from_env()
     guard = security.guard(access)
     routes: dict[str, dict[str, Any]] = security.routes(access)
-    prefixed: list[tuple[str, ItemHandler]] = []
     if service.settings.playground:  # the browser playground at /docs (--no-playground)
         from cogserve.http import playground
 
         page = playground.Playground(service, max_body)
-        pages, assets = playground.routes(page)
-        routes.update(pages)
-        prefixed.append(assets)
+        routes.update(playground.routes(page))
         if guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
-            guard.allow(*pages, *(assets[0] + name for name in page.assets))
+            guard.allow(*playground.PAGES,
+                        *(playground.ASSET_PREFIX + name for name in page.assets))
     # metrics (/metrics), the access log and, when asked for, OpenTelemetry traces: an
     # observer around the app's request handling
     from cogserve import observability
@@ -69,7 +67,7 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
     watch = observability.build(
         service, service.settings.observability or ObservabilityOptions())
     routes.update(watch.routes)
-    return App(service, cog, routes=routes, prefixed=prefixed,
+    return App(service, cog, routes=routes,
                # the Open Inference Protocol on the same service
                mounts=[("/v2", V2Routes(service, max_body))], guard=guard,
                observer=watch.observer)

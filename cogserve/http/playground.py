@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.responses import PlainError
+from cogserve.http.routing import ROUTE_KEY, Handler
 
 if TYPE_CHECKING:
     from cogserve.runtime.service import Service
 
 ASSET_PREFIX = "/docs/"
+ASSETS = ASSET_PREFIX + "{file:path}"  # the route of the files (template /docs/{file})
 PAGES = ("/docs", "/playground")
 _TYPES = {  # by suffix; JavaScript modules are refused by browsers under any other type
     ".html": b"text/html; charset=utf-8",
@@ -58,13 +61,11 @@ class Playground:
         self.max_body = max_body
         self.assets = load_assets()
 
-    async def page(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def page(self, scope: Scope, receive: Receive, send: Send) -> None:
         await _send(send, "index.html", self.assets["index.html"])
 
-    async def asset(self, scope: dict[str, Any], receive: Any, send: Any,
-                    rest: str, method: str) -> None:
-        if method not in ("GET", "HEAD"):
-            raise PlainError(405, None, [(b"allow", b"GET,HEAD")])  # as the app's own 405
+    async def asset(self, scope: Scope, receive: Receive, send: Send) -> None:
+        rest: str = scope[ROUTE_KEY].params["file"]  # what follows /docs/, maybe empty
         if rest == "":  # /docs/: the page's relative URLs need /docs
             await send({"type": "http.response.start", "status": 308,
                         "headers": [(b"location", b"../docs"), (b"content-length", b"0")]})
@@ -100,7 +101,9 @@ async def _send(send: Any, name: str, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def routes(playground: Playground) -> tuple[dict[str, dict[str, Any]], tuple[str, Any]]:
-    """The page under /docs and /playground, and its files under /docs/."""
-    return ({path: {"GET": playground.page} for path in PAGES},
-            (ASSET_PREFIX, playground.asset))
+def routes(playground: Playground) -> dict[str, dict[str, Handler]]:
+    """The page under /docs and /playground, and its files under /docs/ (GET; the app
+    answers HEAD as GET and other methods 405)."""
+    table: dict[str, dict[str, Handler]] = {path: {"GET": playground.page} for path in PAGES}
+    table[ASSETS] = {"GET": playground.asset}
+    return table

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 
 from cogserve.http.asgi import Message, Receive, Scope, Send
 from cogserve.http.responses import PREDICTION_KEY
+from cogserve.http.routing import ROUTE_KEY
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from cogserve.http.app import Handler
     from cogserve.observability.metrics import Metrics
     from cogserve.observability.tracing import Tracing
@@ -35,14 +34,13 @@ class RequestObserver:
 
     def __init__(self) -> None:
         self.inner: Handler | None = None  # the router (`App.respond`)
-        self.route_of: Callable[[str], str] = str  # the router's `App.route_of`
         self.metrics: Metrics | None = None  # set once built (after the worker started)
         self.tracing: Tracing | None = None  # set when OpenTelemetry tracing is on
 
-    def around(self, respond: Handler, route_of: Callable[[str], str]) -> RequestObserver:
-        """Observe `respond`, the app's router; `route_of` names a path's route template."""
+    def around(self, respond: Handler) -> RequestObserver:
+        """Observe `respond`, the app's router. The request's route is already matched: its
+        template (`/predictions/{prediction_id}`) is in the scope (`ROUTE_KEY`)."""
         self.inner = respond
-        self.route_of = route_of
         return self
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -57,7 +55,7 @@ class RequestObserver:
                 status = message["status"]
             await send(message)
 
-        route = self.route_of(scope["path"])
+        route: str = scope[ROUTE_KEY].template
         tracing = self.tracing
         traced = None  # probes and scrapes are not traced: they would bury the traces
         if tracing is not None and route not in QUIET_ROUTES:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import base64
 import os
 import zlib
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NoReturn
 
 import orjson
 
@@ -33,6 +34,7 @@ from cogserve.http.responses import (
     read_body,
     send_json,
 )
+from cogserve.http.routing import NO_PARAMS, OTHER, ROUTE_KEY, Handler, Match, Router
 from cogserve.runtime import handover
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.events import RuntimeEvent
@@ -61,6 +63,19 @@ class V2Routes:
         self.max_body = max_body
         self._metadata: ModelMetadata | None = None
         self._schema_seen: Any = None
+        model = "/v2/models/{model_name}"
+        version = model + "/versions/{model_version}"
+        table: dict[str, Mapping[str, Handler]] = {
+            "/v2": {"GET": self._server},
+            "/v2/health/live": {"GET": self._live},
+            "/v2/health/ready": {"GET": self._ready},
+        }
+        for base in (model, version):  # a version in the path is checked, then as without
+            table.update({base: {"GET": self._model}, base + "/ready": {"GET": self._model_ready},
+                          base + "/infer": {"POST": self._infer_route}})
+        # its matches name this front end: the App hands their requests here
+        self.router = Router(table, app=self)
+        self._unmatched = Match(OTHER, {}, NO_PARAMS, self)
 
     @property
     def metadata(self) -> ModelMetadata:
@@ -78,90 +93,91 @@ class V2Routes:
         return self._metadata
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route: Match | None = scope.get(ROUTE_KEY)
+        if route is None:  # called on its own rather than mounted in the App
+            route = scope[ROUTE_KEY] = self.match(scope["path"])
         try:
             try:
-                await self._dispatch(scope, receive, send)
+                params = route.params
+                if params:  # an unknown model or version is 404 before the method is looked at
+                    self._check_model(params["model_name"], params.get("model_version"))
+                handler = route.methods.get(scope["method"])
+                if handler is None:
+                    if not route.methods:
+                        self._not_found(scope["path"])
+                    allowed = ",".join(route.methods)
+                    raise HTTPError(405, {"error": f"Method Not Allowed (use {allowed})"},
+                                    [(b"allow", allowed.encode())])
+                await handler(scope, receive, send)
             except Refusal as exc:
                 raise refusal_error(exc) from None
         except TensorError as exc:
             await send_json(send, exc.status, {"error": exc.message}, exc.headers)
         except RequestError as exc:  # body too large, client gone while sending
             await send_json(send, exc.status, {"error": exc.message})
-        except HTTPError as exc:  # 405 from `_only`
+        except HTTPError as exc:  # 405
             await send_json(send, exc.status, exc.body, exc.headers)
 
-    def route_of(self, path: str) -> str:
-        """The route template of a path under /v2 (for metrics and access logs)."""
-        parts = [p for p in path.split("/") if p][1:]
-        if not parts:
-            return "/v2"
-        if parts[0] == "health" and len(parts) == 2 and parts[1] in ("live", "ready"):
-            return "/v2/health/" + parts[1]
-        if parts[0] != "models" or len(parts) < 2:
-            return "other"
-        template = "/v2/models/{model_name}"
-        rest = parts[2:]
-        if len(rest) >= 2 and rest[0] == "versions":
-            template += "/versions/{model_version}"
-            rest = rest[2:]
-        if not rest:
-            return template
-        return f"{template}/{rest[0]}" if len(rest) == 1 and rest[0] in ("ready", "infer") \
-            else "other"
+    def match(self, path: str) -> Match:
+        """The route of a path under /v2: its template (the label of metrics, access logs
+        and traces), handlers and parameters. Empty segments are ignored, as they always
+        were here (`/v2/models/m/` is `/v2/models/m`); a path no route has is "other"."""
+        if "//" in path or path.endswith("/"):
+            path = "/" + "/".join(part for part in path.split("/") if part)
+        return self.router.match(path) or self._unmatched
 
-    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
-        parts = [p for p in scope["path"].split("/") if p][1:]  # after "v2"
-        method = scope["method"]
-        if not parts:
-            _only(method, "GET")
-            await send_json(send, 200, {"name": "cogserve", "version": cogserve.__version__,
-                                        "extensions": EXTENSIONS})
-            return
-        if parts[0] == "health" and len(parts) == 2 and parts[1] in ("live", "ready"):
-            _only(method, "GET")
-            await self._health(send, parts[1])
-            return
-        if parts[0] != "models" or len(parts) < 2:
-            raise TensorError("Not Found", 404)
-        rest = self._model_path(parts[1:])
-        if rest == "":
-            _only(method, "GET")
-            await send_json(send, 200, self._model_metadata())
-        elif rest == "ready":
-            _only(method, "GET")
-            ready = await self._is_ready()
-            await send_json(send, 200 if ready else 503,
-                            {"name": self.service.model_name, "ready": ready})
-        elif rest == "infer":
-            _only(method, "POST")
-            try:
-                await self._infer(scope, receive, send)
-            finally:  # refused before a prediction was made, or the prediction's status
-                made = scope.get(PREDICTION_KEY)
-                service = self.service
-                service.events.emit(RuntimeEvent.V2_INFERENCE, model=service.model_name,
-                                    outcome=made.status if made is not None else "rejected")
-        else:
-            raise TensorError("Not Found", 404)
-
-    def _model_path(self, parts: list[str]) -> str:
-        """Check name (and version) in the path; what follows them: "", "ready" or "infer"."""
-        name = self.service.model_name
-        if parts[0] != name:
-            raise TensorError(f"unknown model {parts[0]!r}; this server serves {name!r}", 404)
-        rest = parts[1:]
-        if rest and rest[0] == "versions":
-            if len(rest) < 2:
-                raise TensorError("Not Found", 404)
-            version = self.service.settings.model_version
-            if rest[1] != version:
-                known = f"its version is {version!r}" if version else "it has no versions"
-                raise TensorError(f"unknown version {rest[1]!r} of model {name!r}; {known}",
+    def _check_model(self, name: str, version: str | None) -> None:
+        """404 for a model (or version) this server does not serve."""
+        served = self.service.model_name
+        if name != served:
+            raise TensorError(f"unknown model {name!r}; this server serves {served!r}", 404)
+        if version is not None:
+            known_version = self.service.settings.model_version
+            if version != known_version:
+                known = (f"its version is {known_version!r}" if known_version
+                         else "it has no versions")
+                raise TensorError(f"unknown version {version!r} of model {name!r}; {known}",
                                   404)
-            rest = rest[2:]
-        if len(rest) > 1:
-            raise TensorError("Not Found", 404)
-        return rest[0] if rest else ""
+
+    def _not_found(self, path: str) -> NoReturn:
+        """No route: under /v2/models/<name>, a wrong name or version is said first (as
+        for a path that has a route), else "Not Found"."""
+        parts = [part for part in path.split("/") if part][1:]  # after "v2"
+        if len(parts) >= 2 and parts[0] == "models":
+            versioned = len(parts) >= 4 and parts[2] == "versions"
+            self._check_model(parts[1], parts[3] if versioned else None)
+        raise TensorError("Not Found", 404)
+
+    # ------------------------------------------------------------ the routes
+
+    async def _server(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_json(send, 200, {"name": "cogserve", "version": cogserve.__version__,
+                                    "extensions": EXTENSIONS})
+
+    async def _live(self, scope: Scope, receive: Receive, send: Send) -> None:
+        live = self.service.status not in DEAD
+        await send_json(send, 200 if live else 503, {"live": live})
+
+    async def _ready(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ready = await self._is_ready()
+        await send_json(send, 200 if ready else 503, {"ready": ready})
+
+    async def _model(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_json(send, 200, self._model_metadata())
+
+    async def _model_ready(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ready = await self._is_ready()
+        await send_json(send, 200 if ready else 503,
+                        {"name": self.service.model_name, "ready": ready})
+
+    async def _infer_route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._infer(scope, receive, send)
+        finally:  # refused before a prediction was made, or the prediction's status
+            made = scope.get(PREDICTION_KEY)
+            service = self.service
+            service.events.emit(RuntimeEvent.V2_INFERENCE, model=service.model_name,
+                                outcome=made.status if made is not None else "rejected")
 
     # ------------------------------------------------------------ health and metadata
 
@@ -170,14 +186,6 @@ class V2Routes:
             return False
         health = await self.service.health()  # runs the user healthcheck, if any
         return health.status in SERVING
-
-    async def _health(self, send: Send, which: str) -> None:
-        if which == "live":
-            live = self.service.status not in DEAD
-            await send_json(send, 200 if live else 503, {"live": live})
-        else:
-            ready = await self._is_ready()
-            await send_json(send, 200 if ready else 503, {"ready": ready})
 
     def _model_metadata(self) -> dict[str, Any]:
         meta = self.metadata
@@ -333,12 +341,6 @@ def _data_url_bytes(value: Any) -> Any:
         if head.endswith(";base64"):
             return base64.b64decode(payload)
     return value  # an uploaded file's URL stays a URL
-
-
-def _only(method: str, allowed: str) -> None:
-    if method != allowed:
-        raise HTTPError(405, {"error": f"Method Not Allowed (use {allowed})"},
-                        [(b"allow", allowed.encode())])
 
 
 def _decode(body: bytes, scope: Scope, limit: int) -> bytes:

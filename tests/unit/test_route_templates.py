@@ -43,6 +43,24 @@ def app(tmp_path: pathlib.Path) -> Iterator[App]:
     ("/v2/models/m/versions/3/ready", "/v2/models/{model_name}/versions/{model_version}/ready"),
     ("/v2/models/m/x", "other"),
     ("/anything/else", "other"),
+    # the edges, as the prefix router answered them before routes became a table
+    ("/predictions/", "other"),
+    ("/predictions/abc/", "/predictions/{prediction_id}"),
+    ("/predictions/abc/cancel/", "other"),
+    ("/predictions//cancel", "other"),
+    ("/docs/", "/docs/{file}"),
+    ("/docs/a/b", "/docs/{file}"),
+    ("/playground", "/playground"),
+    ("/playground/", "other"),
+    ("/v2/", "/v2"),
+    ("/v2x", "other"),
+    ("/v2//health//live", "/v2/health/live"),
+    ("/v2/health/x", "other"),
+    ("/v2/models/m/", "/v2/models/{model_name}"),
+    ("/v2/models/m/versions", "other"),
+    ("/v2/models/m/versions/3", "/v2/models/{model_name}/versions/{model_version}"),
+    ("/v2/models/m/versions/3/infer", "/v2/models/{model_name}/versions/{model_version}/infer"),
+    ("/v2/models/m/ready/x", "other"),
 ])
 def test_route_of(app: App, path: str, template: str) -> None:
     assert app.route_of(path) == template
