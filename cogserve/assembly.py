@@ -16,6 +16,7 @@ from typing import Any
 
 from cogserve.config import ModelConfig
 from cogserve.http.app import App
+from cogserve.http.asgi import ASGIApp
 from cogserve.http.cog_routes import CogRoutes
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import ObservabilityOptions, Settings
@@ -67,7 +68,11 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
     watch = observability.build(
         service, service.settings.observability or ObservabilityOptions())
     routes.update(watch.routes)
-    return App(service, cog, routes=routes,
-               # the Open Inference Protocol on the same service
-               mounts=[("/v2", V2Routes(service, max_body))], guard=guard,
+    # the Open Inference Protocol on the same service
+    mounts: list[tuple[str, ASGIApp]] = [("/v2", V2Routes(service, max_body))]
+    if service.settings.mcp:  # the model as an MCP tool at /mcp (--no-mcp)
+        from cogserve import mcp
+
+        mounts.append((mcp.PATH, mcp.mount(service, max_body)))
+    return App(service, cog, routes=routes, mounts=mounts, guard=guard,
                observer=watch.observer)
