@@ -80,12 +80,23 @@ class Playground:
         await _send(send, rest, body)
 
     def settings(self) -> dict[str, Any]:
-        """Facts about the server that /openapi.json does not carry."""
+        """Facts about the server that /openapi.json does not carry; `mcp` (None with
+        --no-mcp) for the page's MCP client config."""
         return {
             "model_name": self.service.model_name,
             "model_version": self.service.settings.model_version,
             "max_body_bytes": self.max_body,
+            "mcp": self._mcp(),
         }
+
+    def _mcp(self) -> dict[str, Any] | None:
+        if not self.service.settings.mcp:
+            return None
+        from cogserve import mcp
+
+        installed = mcp.sdk_installed()
+        return {"path": mcp.PATH, "installed": installed,
+                "install": None if installed else mcp.INSTALL_HINT}
 
 
 async def _send(send: Any, name: str, body: bytes) -> None:
