@@ -200,6 +200,21 @@ def test_a_cancelled_call_cancels_the_prediction(tmp_path):
         assert 'cogserve_predictions_total{kind="prediction",outcome="canceled"} 1.0' in metrics
 
 
+def test_a_call_has_the_deadline_of_its_x_prediction_timeout_header(tmp_path):
+    record = tmp_path / "record"
+    with Server("cancel_record") as server:
+        async def go() -> Any:
+            async with connect(server, {"X-Prediction-Timeout": "0.5"}) as session:
+                return await session.call_tool("cancel_record",
+                                               {"record": str(record), "sleep": 60})
+        result = asyncio.run(go())
+    assert result.is_error
+    assert result.content[0].text == \
+        "prediction failed: prediction exceeded its deadline of 0.5 seconds"
+    assert result.meta["cogserve/prediction"]["status"] == "failed"
+    assert record.read_text() == "canceled"  # the deadline cancelled run()
+
+
 def test_a_streaming_model_reports_tokens_and_logs_as_progress():
     with Server("stream") as server:
         messages: list[str] = []
