@@ -125,15 +125,21 @@ class Endpoint:
 
     async def _run(self, ctx: ServerRequestContext[Any], tool: Tool,
                    arguments: dict[str, Any]) -> types.CallToolResult:
+        try:
+            timeout = _timeout(ctx)
+        except RequestError as exc:  # a bad X-Prediction-Timeout header
+            return _result(error_result(exc.message))
         progress = Progress(ctx) if progress_token_from_params(ctx.params) is not None else None
         try:
             prediction = self.runtime.start(
-                tool, arguments, timeout=_timeout(ctx),
+                tool, arguments, timeout=timeout,
                 listener=progress.listener if progress is not None else None)
-        except (InputError, Refusal) as exc:
-            return _result(error_result(str(exc)))
-        except RequestError as exc:  # a bad X-Prediction-Timeout header
-            return _result(error_result(exc.message))
+        except BaseException as exc:
+            if progress is not None:
+                progress.close()
+            if isinstance(exc, InputError | Refusal):
+                return _result(error_result(str(exc)))
+            raise
         scope = _scope(ctx)
         if scope is not None:  # the access log line names the prediction, as for Cog's routes
             scope[PREDICTION_KEY] = prediction
