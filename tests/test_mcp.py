@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from filehub import Receiver
 from harness import MODELS, Server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -160,6 +161,21 @@ def test_a_file_output_is_a_resource_link():
     assert links[0].uri == http["output"] == result.structured_content["output"]
     assert links[0].uri == "data:text/plain;base64," + base64.b64encode(b"012").decode()
     assert links[0].mime_type == "text/plain"
+
+
+def test_an_uploaded_file_output_is_a_resource_link_to_its_url():
+    uploads = Receiver()
+    try:
+        with Server("files_out", "--upload-url", f"{uploads.url}/bucket") as server:
+            result = call(server, "files_out", {"size": 3, "name": "notes.txt"})
+    finally:
+        uploads.close()
+    assert not result.is_error
+    url = f"{uploads.url}/stored/notes.txt"
+    assert result.structured_content == {"output": url}
+    (link,) = [block for block in result.content if block.type == "resource_link"]
+    assert (link.uri, link.name, link.mime_type) == (url, "notes.txt", "text/plain")
+    assert [u.name for u in uploads.uploads] == ["notes.txt"]
 
 
 def test_a_cancelled_call_cancels_the_prediction(tmp_path):
