@@ -56,9 +56,12 @@ def _suffix(name: str) -> str:
 class Playground:
     """The page, its static files and `/docs/playground.json` (what the schema lacks)."""
 
-    def __init__(self, service: Service, max_body: int) -> None:
+    def __init__(self, service: Service, max_body: int,
+                 mcp: dict[str, Any] | None = None) -> None:
+        """`mcp`: /mcp as the page shows it (`cogserve.mcp.page_settings`), None without."""
         self.service = service
         self.max_body = max_body
+        self.mcp = mcp
         self.assets = load_assets()
 
     async def page(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -86,17 +89,9 @@ class Playground:
             "model_name": self.service.model_name,
             "model_version": self.service.settings.model_version,
             "max_body_bytes": self.max_body,
-            "mcp": self._mcp(),
+            "mcp": self.mcp,
         }
 
-    def _mcp(self) -> dict[str, Any] | None:
-        if not self.service.settings.mcp:
-            return None
-        from cogserve import mcp
-
-        installed = mcp.sdk_installed()
-        return {"path": mcp.PATH, "installed": installed,
-                "install": None if installed else mcp.INSTALL_HINT}
 
 
 async def _send(send: Any, name: str, body: bytes) -> None:

@@ -14,7 +14,7 @@ import asyncio
 import importlib
 import importlib.util
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import ASGIApp, Receive, Scope, Send
 from cogserve.http.responses import HTTPError
@@ -33,6 +33,13 @@ INSTALL_HINT = "pip install 'cogserve[mcp]'"
 def sdk_installed() -> bool:
     """Whether the `mcp` SDK can be imported (found without importing it)."""
     return importlib.util.find_spec("mcp") is not None
+
+
+def page_settings() -> dict[str, Any]:
+    """/mcp as the playground shows it: where, and how to install the SDK if it is missing."""
+    installed = sdk_installed()
+    return {"path": PATH, "installed": installed,
+            "install": None if installed else INSTALL_HINT}
 
 
 def mount(service: Service, max_body: int) -> ASGIApp:
