@@ -16,6 +16,7 @@ from typing import Any
 
 from cogserve.config import ModelConfig
 from cogserve.http.app import App
+from cogserve.http.asgi import ASGIApp
 from cogserve.http.cog_routes import CogRoutes
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import ObservabilityOptions, Settings
@@ -52,10 +53,18 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
     access = security.AccessConfig.from_env()
     guard = security.guard(access)
     routes: dict[str, dict[str, Any]] = security.routes(access)
+    # the Open Inference Protocol on the same service
+    mounts: list[tuple[str, ASGIApp]] = [("/v2", V2Routes(service, max_body))]
+    mcp_page = None
+    if service.settings.mcp:  # the model as an MCP tool at /mcp (--no-mcp)
+        from cogserve import mcp
+
+        mounts.append((mcp.PATH, mcp.mount(service, max_body)))
+        mcp_page = mcp.page_settings()
     if service.settings.playground:  # the browser playground at /docs (--no-playground)
         from cogserve.http import playground
 
-        page = playground.Playground(service, max_body)
+        page = playground.Playground(service, max_body, mcp=mcp_page)
         routes.update(playground.routes(page))
         if guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
             guard.allow(*playground.PAGES,
@@ -67,7 +76,5 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
     watch = observability.build(
         service, service.settings.observability or ObservabilityOptions())
     routes.update(watch.routes)
-    return App(service, cog, routes=routes,
-               # the Open Inference Protocol on the same service
-               mounts=[("/v2", V2Routes(service, max_body))], guard=guard,
+    return App(service, cog, routes=routes, mounts=mounts, guard=guard,
                observer=watch.observer)

@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> None:
                        help="largest request body accepted ($COGSERVE_MAX_BODY_BYTES if set)")
     serve.add_argument("--no-playground", dest="playground", action="store_false",
                        help="do not serve the browser playground at /docs")
+    serve.add_argument("--no-mcp", dest="mcp", action="store_false",
+                       help="do not serve the model as an MCP tool at /mcp")
     _capacity_flags(serve)
     serve.add_argument("--no-metrics", dest="metrics", action="store_false", default=None,
                        help="do not serve Prometheus metrics (COGSERVE_METRICS=0)")
@@ -237,6 +239,7 @@ def _serve(args: argparse.Namespace) -> None:
     settings.model_name = args.model_name
     settings.model_version = args.model_version
     settings.playground = args.playground
+    settings.mcp = args.mcp
     _apply_capacity(args, settings)
     settings.observability = ObservabilityOptions.from_env(
         metrics=args.metrics, metrics_port=args.metrics_port, host=args.host)

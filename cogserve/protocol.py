@@ -155,13 +155,15 @@ def go() -> Message:
 
 def schema(document: dict[str, Any], *, is_async: bool, streaming: bool,
            concurrency: int | None, has_healthcheck: bool, deprecated_predict: bool,
-           versions: dict[str, str]) -> Message:
+           versions: dict[str, str], descriptions: dict[str, str]) -> Message:
     """`versions`: what runs the model, under the reference's `/health-check` keys
-    (`python_sdk`: the `cog` version the model imports; `python`)."""
+    (`python_sdk`: the `cog` version the model imports; `python`). `descriptions`: each
+    entry point's docstring by `Mode` (the parent never imports the model, and Cog's
+    schema has no place for them; the MCP tools' descriptions)."""
     return {KIND: FromWorker.SCHEMA, "schema": document, "is_async": is_async,
             "streaming": streaming, "concurrency": concurrency,
             "has_healthcheck": has_healthcheck, "deprecated_predict": deprecated_predict,
-            "versions": versions}
+            "versions": versions, "descriptions": descriptions}
 
 
 def setup_log(source: str, data: str) -> Message:

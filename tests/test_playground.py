@@ -52,7 +52,8 @@ def test_settings_the_schema_does_not_carry(server: Server) -> None:
     response = server.client.get("/docs/playground.json")
     assert response.status_code == 200
     assert response.json() == {"model_name": "gradients", "model_version": None,
-                               "max_body_bytes": 128 * 1024 * 1024}
+                               "max_body_bytes": 128 * 1024 * 1024,
+                               "mcp": {"path": "/mcp", "installed": True, "install": None}}
 
 
 @pytest.mark.parametrize("path", ["/docs/nothing.js", "/docs/index.html", "/docs/../cli.py",

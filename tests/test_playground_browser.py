@@ -450,3 +450,18 @@ def test_a_server_with_a_token_asks_for_it_once(open_page: Any) -> None:
         curl = page.get_by_test_id("curl").text_content()
         assert '-H "Authorization: Bearer $COGSERVE_AUTH_TOKEN"' in curl
         assert "sekrit" not in curl
+        page.locator("#mcp summary").click()  # the MCP config names the token, never holds it
+        config = json.loads(page.get_by_test_id("mcp-config").inner_text())
+        assert config["mcpServers"]["playground_image"]["headers"] == {
+            "Authorization": "Bearer ${COGSERVE_AUTH_TOKEN}"}
+
+
+def test_the_mcp_endpoint_and_a_client_config_are_shown(open_page: Any,
+                                                        image_server: Server) -> None:
+    page = open_page(image_server)
+    url = f"{image_server.url}/mcp"
+    assert page.get_by_test_id("mcp-url").inner_text() == url
+    page.locator("#mcp summary").click()
+    config = json.loads(page.get_by_test_id("mcp-config").inner_text())
+    assert config == {"mcpServers": {"playground_image": {"type": "http", "url": url}}}
+    assert page.get_by_role("button", name="Copy config").is_visible()

@@ -56,9 +56,12 @@ def _suffix(name: str) -> str:
 class Playground:
     """The page, its static files and `/docs/playground.json` (what the schema lacks)."""
 
-    def __init__(self, service: Service, max_body: int) -> None:
+    def __init__(self, service: Service, max_body: int,
+                 mcp: dict[str, Any] | None = None) -> None:
+        """`mcp`: /mcp as the page shows it (`cogserve.mcp.page_settings`), None without."""
         self.service = service
         self.max_body = max_body
+        self.mcp = mcp
         self.assets = load_assets()
 
     async def page(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -80,12 +83,15 @@ class Playground:
         await _send(send, rest, body)
 
     def settings(self) -> dict[str, Any]:
-        """Facts about the server that /openapi.json does not carry."""
+        """Facts about the server that /openapi.json does not carry; `mcp` (None with
+        --no-mcp) for the page's MCP client config."""
         return {
             "model_name": self.service.model_name,
             "model_version": self.service.settings.model_version,
             "max_body_bytes": self.max_body,
+            "mcp": self.mcp,
         }
+
 
 
 async def _send(send: Any, name: str, body: bytes) -> None:

@@ -4,6 +4,7 @@
 // page as text (textContent) or as media/link URLs, never as HTML.
 import { api } from "./api.js";
 import { h, sleep } from "./dom.js";
+import { mcpSection } from "./mcp.js";
 import { RunPanel } from "./runs.js";
 import { V2Panel } from "./v2.js";
 
@@ -118,6 +119,8 @@ async function main() {
                 panel: new V2Panel(config, new Set(schemas.Input.required || [])) });
   }
   showTabs(tabs);
+  const mcp = mcpSection(config);
+  if (mcp) document.getElementById("panels").append(mcp); // below the tabs' panels
   document.body.dataset.ready = "true"; // the form is built (tests wait for this)
 }
 

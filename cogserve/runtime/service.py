@@ -157,6 +157,11 @@ class Service:
         return self._model.versions if self._model is not None else {}
 
     @property
+    def descriptions(self) -> dict[str, str]:
+        """The entry points' docstrings by `Mode`, as the worker reported them."""
+        return self._model.descriptions if self._model is not None else {}
+
+    @property
     def model_name(self) -> str:
         """The model's name under /v2: --model-name, else the last part of cog.yaml's
         `image` (no tag), else the folder."""

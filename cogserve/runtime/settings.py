@@ -59,6 +59,7 @@ class Settings:
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
     playground: bool = True  # the browser page at /docs (--no-playground)
+    mcp: bool = True  # the model as an MCP tool at /mcp (--no-mcp)
     # metrics on/off and their port (`cogserve serve` fills it; None: the defaults)
     observability: ObservabilityOptions | None = None
     extra_env: dict[str, str] = field(default_factory=dict)

@@ -52,6 +52,7 @@ class ModelInfo:
     is_async: bool
     streaming: bool
     has_healthcheck: bool
+    descriptions: dict[str, str]  # the entry points' docstrings, by Mode (MCP tools)
 
 
 class WorkerListener(Protocol):
@@ -303,7 +304,7 @@ class Workers:
         elif kind == FromWorker.SCHEMA:
             self.model = ModelInfo(message["schema"], message["versions"],
                                    message["is_async"], message["streaming"],
-                                   message["has_healthcheck"])
+                                   message["has_healthcheck"], message["descriptions"])
             member.slots = slot_count(self.settings.concurrency or message.get("concurrency"),
                                       self.model.is_async, warn=member.index == 0)
             self._listener.on_schema(self.model)

@@ -70,6 +70,7 @@ def main() -> None:
         schema, is_async=model.is_async, streaming=model.streaming,
         concurrency=model.concurrency, has_healthcheck=model.healthcheck is not None,
         deprecated_predict=model.deprecated_predict, versions=_versions(),
+        descriptions=_descriptions(model, trainer, Mode(cfg["mode"])),
     ))
     if cfg["schema_only"]:
         # `cogserve predict` stops here when the input is invalid; otherwise it says go.
@@ -93,6 +94,23 @@ def _versions() -> dict[str, str]:
 
     return {"python_sdk": importlib.import_module("cog").__version__,
             "python": platform.python_version()}
+
+
+def _descriptions(model: LoadedModel, trainer: LoadedModel | None,
+                  mode: Mode) -> dict[str, str]:
+    """Each entry point's docstring by mode (a train-only model's `model` is its trainer)."""
+    entries = {mode: model} if trainer is None else {Mode.PREDICT: model, Mode.TRAIN: trainer}
+    return {str(m): text for m, loaded in entries.items() if (text := _docstring(loaded))}
+
+
+def _docstring(loaded: LoadedModel) -> str:
+    """The class's docstring, then run()'s (or the plain function's), cleaned and joined:
+    what the model's author wrote about it. Only the model's own (never BaseRunner's)."""
+    parts = []
+    if loaded.instance is not None:
+        parts.append(type(loaded.instance).__dict__.get("__doc__"))
+    parts.append(getattr(loaded.run, "__doc__", None))
+    return "\n\n".join(inspect.cleandoc(p) for p in parts if isinstance(p, str) and p.strip())
 
 
 def _load_trainer(ref: str | None, model: LoadedModel,

@@ -66,7 +66,8 @@ class FakeWorker:
         """Report the schema, a setup log line, then ready."""
         self.control(protocol.schema(SCHEMA, is_async=is_async, streaming=False,
                                      concurrency=concurrency, has_healthcheck=has_healthcheck,
-                                     deprecated_predict=False, versions={"python": "3.11"}))
+                                     deprecated_predict=False, versions={"python": "3.11"},
+                                     descriptions={}))
         self.control(protocol.setup_log("stdout", "setting up\n"))
         self.control(protocol.ready())
 

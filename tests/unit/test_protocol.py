@@ -33,10 +33,12 @@ CASES: list[tuple[str, protocol.Message, bytes]] = [
     ("schema", protocol.schema({"openapi": "3.0.2"}, is_async=False, streaming=True,
                                concurrency=None, has_healthcheck=False,
                                deprecated_predict=False,
-                               versions={"python_sdk": "0.23.1", "python": "3.11.7"}),
+                               versions={"python_sdk": "0.23.1", "python": "3.11.7"},
+                               descriptions={"predict": "Greets."}),
      b'{"t":"schema","schema":{"openapi":"3.0.2"},"is_async":false,"streaming":true,'
      b'"concurrency":null,"has_healthcheck":false,"deprecated_predict":false,'
-     b'"versions":{"python_sdk":"0.23.1","python":"3.11.7"}}'),
+     b'"versions":{"python_sdk":"0.23.1","python":"3.11.7"},'
+     b'"descriptions":{"predict":"Greets."}}'),
     ("setup log", protocol.setup_log("stdout", "loading\n"),
      b'{"t":"log","source":"stdout","data":"loading\\n"}'),
     ("ready", protocol.ready(), b'{"t":"ready"}'),

@@ -27,6 +27,7 @@ def app(tmp_path: pathlib.Path) -> Iterator[App]:
 
 @pytest.mark.parametrize(("path", "template"), [
     ("/predictions", "/predictions"),
+    ("/mcp", "/mcp"),
     ("/predictions/abc", "/predictions/{prediction_id}"),
     ("/predictions/abc/cancel", "/predictions/{prediction_id}/cancel"),
     ("/predictions/abc/other", "other"),
