@@ -1,8 +1,10 @@
 """`cogserve ray --replicas 2` on a local single-node Ray cluster started by this module.
 
-One cluster for the whole module (Ray takes tens of seconds to start on 2 cores); the
-tests talk HTTP to Ray's proxy. The worker-kill test runs last in its own order-proof way:
-it waits until Ray has replaced the replica, so later tests see two healthy replicas again.
+One cluster for the module's tests that leave it whole (Ray takes tens of seconds to
+start on 2 cores); the tests talk HTTP to Ray's proxy. The worker-kill test breaks a
+replica, so it gets a cluster of its own (`fresh_ray_server`): until Ray has replaced
+the replica, and the ingress has stopped sending to it, a test that shared the cluster
+could meet the dead one, whatever the order.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import httpx
 import pytest
 from harness import MODELS, free_port
 from receiver import Receiver
+
+from cogserve.deploy.ray_routing import TAG_LENGTH
 
 pytest.importorskip("ray.serve", reason="Ray Serve is installed by the test extra")
 
@@ -150,6 +154,12 @@ def ray_server() -> Iterator[RayServer]:
     yield from running("proxy")
 
 
+@pytest.fixture
+def fresh_ray_server() -> Iterator[RayServer]:
+    """A cluster for one test that breaks it."""
+    yield from running("proxy")
+
+
 def test_both_apis_work_through_rays_proxy(ray_server):
     c = ray_server.client
     r = c.post("/predictions", json={"input": {"n": 3}})
@@ -230,28 +240,40 @@ def test_cancel_and_repeated_put_reach_the_replica_that_holds_the_prediction(ray
 
 
 def test_killing_one_replicas_worker_leaves_the_other_serving_and_ray_replaces_it(
-        ray_server):
+        fresh_ray_server):
+    ray_server = fresh_ray_server
     c = ray_server.client
     before = ray_server.workers()
     assert len(before) == 2, before
-    os.kill(before[0], signal.SIGKILL)
-    served = 0
-    deadline = time.monotonic() + 120
-    while True:  # until Ray has started a new replica (a new worker) beside the old one
+    # a replica's generated ids start with its tag: the tags of both replicas, seen before
+    # the kill, tell an answer of the surviving one from one of the replacement
+    tags = set()
+    deadline = time.monotonic() + 60
+    while len(tags) < 2:  # requests go to a random replica: until each has answered
         r = c.post("/predictions", json={"input": {"n": 1}})
-        # the dead replica answers 503 until Ray's health check replaces it
+        assert r.status_code == 200, r.text
+        tags.add(r.json()["id"][:TAG_LENGTH])
+        assert time.monotonic() < deadline, tags
+    os.kill(before[0], signal.SIGKILL)
+    by_survivor = 0
+    deadline = time.monotonic() + 120
+    while True:  # until Ray has started a new replica, and the other one has served
+        r = c.post("/predictions", json={"input": {"n": 1}})
+        # the dead replica answers 503 until Ray's health check replaces it (or 200
+        # failed for a prediction sent to it as its worker died); never 500
         assert r.status_code in (200, 503), f"{r.text}\n{ray_server.output('unhandled')}"
-        served += r.status_code == 200
+        if r.status_code == 200 and r.json()["status"] == "succeeded":
+            by_survivor += r.json()["id"][:TAG_LENGTH] in tags  # the dead one cannot succeed
         now = ray_server.workers()
-        if len(now) == 2 and before[0] not in now and before[1] in now:
+        if len(now) == 2 and before[0] not in now and before[1] in now and by_survivor:
             break
-        assert time.monotonic() < deadline, f"not replaced: {now}\n{ray_server.output()}"
+        assert time.monotonic() < deadline, (f"not replaced: {now}, {by_survivor} served by "
+                                             f"the other replica\n{ray_server.output()}")
         time.sleep(0.2)
-    assert served > 0  # the other replica kept serving meanwhile
     ray_server.wait_ready()
     for _ in range(10):
         r = c.post("/predictions", json={"input": {"n": 1}})
-        assert r.status_code == 200 and r.json()["output"] == ["tok0"]
+        assert r.status_code == 200 and r.json()["output"] == ["tok0"], r.text
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -22,6 +22,8 @@ import httpx
 
 from cogserve.deploy.ray_routing import Homes
 from cogserve.http.asgi import Receive, Scope, Send
+from cogserve.http.responses import send_json
+from cogserve.states import Status
 
 FORWARDED = b"x-cogserve-forwarded"  # set on a forwarded request: its receiver serves it
 REFRESH_SECONDS = 1.0  # how old the list of replicas may be before a lookup refreshes it
@@ -101,19 +103,28 @@ class Forwarder:
     async def forward(self, address: str, ident: str, scope: Scope, receive: Receive,
                       send: Send) -> bool:
         """Pass the request on to `address` and stream its answer back. False (nothing sent
-        either way) if that replica is gone and the id's home is now this one."""
+        either way) if that replica is gone and the id's home is now this one.
+
+        A home that cannot be reached (a replica being replaced after its worker died)
+        is answered 503 here, as a replica whose worker is gone answers: the error would
+        otherwise leave the app as a 500.
+        """
         body = _Body(receive)
         for attempt in range(2):
             try:
                 response = await self._send(address, scope, body)
-            except httpx.ConnectError:
+            except httpx.ConnectError as exc:
                 if attempt or body.started:
-                    raise
+                    await _unreachable(send, ident, exc)
+                    return True
                 found = await self.home(ident, fresh=True)  # the home may have been replaced
                 if found is None:
                     return False
                 address = found
                 continue
+            except httpx.TransportError as exc:  # it went away before it answered
+                await _unreachable(send, ident, exc)
+                return True
             try:
                 await send({"type": "http.response.start", "status": response.status_code,
                             "headers": [(k, v) for k, v in response.headers.raw
@@ -144,6 +155,12 @@ class Forwarder:
     async def close(self) -> None:
         if self._client is not None:
             await self._client.aclose()
+
+
+async def _unreachable(send: Send, ident: str, exc: httpx.TransportError) -> None:
+    await send_json(send, 503, {"error": f"the replica that holds {ident!r} cannot be reached "
+                                         f"({type(exc).__name__}: {exc}); try again",
+                                "status": Status.FAILED}, [(b"retry-after", b"1")])
 
 
 class _Body:

@@ -44,8 +44,16 @@ class AsyncChannel(asyncio.Protocol):
             self.closed.set_result(None)
 
     def send(self, message: Message) -> None:
-        if self.transport is not None:
-            self.transport.write(encode(message))
+        """Write one frame; on a closed channel (the worker has ended) it is dropped.
+
+        The worker's exit is handled once it is noticed (`WorkerProcess` waits for the
+        process), and fails whatever was in flight on it, this frame's prediction
+        included. uvloop raises RuntimeError for a write to a closed transport where
+        asyncio's own loop drops it; the server would answer that request 500.
+        """
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(encode(message))
 
     def close(self) -> None:
         if self.transport is not None:

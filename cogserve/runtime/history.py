@@ -12,7 +12,10 @@ The replay is bounded by bytes as well as by events (COG_STREAM_HISTORY_BYTES, d
 otherwise keep 1024 of them per running prediction in the parent, and the parent's
 memory grew by hundreds of MB under fuzzing (issue 13, defect 10). Frames that fall
 out are counted like those past the event capacity, so a reconnect is told its replay
-is truncated instead of getting a silently partial stream.
+is truncated instead of getting a silently partial stream. Log lines past the
+prediction's own limit on its logs (COGSERVE_LOGS_LIMIT, `runtime/logcap.py`) go to the
+live streams but are not kept, counted the same way: the history holds no more of a
+chatty model's logs than its prediction does.
 """
 
 from __future__ import annotations
@@ -82,14 +85,17 @@ class EventHistory:
     def __call__(self, prediction: Prediction, event: Event, payload: dict[str, Any]) -> None:
         self.total += 1
         last = event is Event.COMPLETED
-        if self.events is None and not self.streams and event is not Event.START:
+        events = self.events
+        if event is Event.LOG and prediction.logs_capped:
+            events = None  # past the prediction's log limit: told live, not kept
+        if events is None and not self.streams and event is not Event.START:
             self.finished = self.finished or last
             return  # nobody to tell and nothing to keep: skip the encoding
         data = encode(prediction, event, payload)
         if event is Event.START:
             self.start = data
-        if self.events is not None:
-            self._keep(self.events, data)
+        if events is not None:
+            self._keep(events, data)
         for stream in self.streams:
             stream.push(data, last)
         if last:

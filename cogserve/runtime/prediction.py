@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cogserve.metrics import apply_metric
+from cogserve.runtime.logcap import DEFAULT_LIMIT, UNLIMITED, LogCap
 from cogserve.states import TERMINAL, Event, Status, WebhookEvent
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Prediction:
         "metrics", "created_at", "started_at", "completed_at", "predict_time", "webhook",
         "webhook_events_filter", "output_file_prefix", "listeners", "done", "tail",
         "context", "cancel_requested", "slot", "timeout", "deadline", "deadline_passed",
-        "expired", "_final_json",
+        "expired", "_final_json", "_log_room", "_log_cap",
     )
 
     def __init__(
@@ -53,7 +54,9 @@ class Prediction:
         webhook_events_filter: frozenset[WebhookEvent] | None = None,
         output_file_prefix: str | None = None,
         context: dict[str, str] | None = None,
+        log_limit: int = DEFAULT_LIMIT,
     ) -> None:
+        """`log_limit`: the most characters of logs kept (`runtime/logcap.py`); 0: all."""
         self.id = prediction_id
         self.kind = kind
         self.input = redacted_input
@@ -62,6 +65,8 @@ class Prediction:
         self._outputs: list[Any] = []
         self.iterator = iterator
         self._logs: list[str] = []
+        self._log_room = log_limit or UNLIMITED  # characters left before the cap applies
+        self._log_cap: LogCap | None = None  # past it: the head and the recent tail
         self.error: str | None = None
         self.metrics: dict[str, Any] = {}
         self.created_at = now()
@@ -87,9 +92,16 @@ class Prediction:
 
     @property
     def logs(self) -> str:
+        if self._log_cap is not None:
+            return self._log_cap.text()
         if len(self._logs) > 1:
             self._logs = ["".join(self._logs)]
         return self._logs[0] if self._logs else ""
+
+    @property
+    def logs_capped(self) -> bool:
+        """Its logs went past the limit: it keeps their head and tail only."""
+        return self._log_cap is not None
 
     @property
     def terminal(self) -> bool:
@@ -163,7 +175,16 @@ class Prediction:
         return True
 
     def append_log(self, source: str, data: str) -> None:
-        self._logs.append(data)
+        """Every line is announced; what is kept is bounded (`runtime/logcap.py`)."""
+        self._log_room -= len(data)
+        if self._log_room >= 0:
+            self._logs.append(data)
+        elif self._log_cap is None:  # the limit: what is kept and what room was left
+            kept = "".join(self._logs)
+            self._log_cap = LogCap(len(kept) + self._log_room + len(data), kept + data)
+            self._logs = []
+        else:
+            self._log_cap.add(data)
         self._emit(Event.LOG, {"source": source, "data": data})
 
     def append_output(self, chunk: Any) -> None:

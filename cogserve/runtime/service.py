@@ -330,6 +330,7 @@ class Service:
             webhook_events_filter=webhook_events_filter,
             output_file_prefix=output_file_prefix,
             context=context,
+            log_limit=self.settings.logs_limit,
         )
         limit = self.settings.predict_timeout
         prediction.timeout = min(timeout, limit) if timeout and limit else (timeout or limit)

@@ -15,6 +15,7 @@ from cogserve import envvars
 from cogserve.config import ModelConfig
 from cogserve.envvars import env_float, env_int, env_port, env_switch, env_text
 from cogserve.netpolicy import URLPolicy
+from cogserve.runtime import logcap
 from cogserve.runtime.history import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES
 from cogserve.runtime.store import BYTES_VARIABLE, COUNT_VARIABLE, DEFAULT_BYTES, DEFAULT_COUNT
 
@@ -58,6 +59,7 @@ class Settings:
     stream_history_bytes: int = DEFAULT_MAX_BYTES  # ... and in bytes
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
+    logs_limit: int = logcap.DEFAULT_LIMIT  # characters of logs a prediction keeps; 0: all
     playground: bool = True  # the browser page at /docs (--no-playground)
     mcp: bool = True  # the model as an MCP tool at /mcp (--no-mcp)
     # metrics on/off and their port (`cogserve serve` fills it; None: the defaults)
@@ -89,6 +91,7 @@ class Settings:
                                          minimum=0) or 0,
             recent_count=env_int(COUNT_VARIABLE, DEFAULT_COUNT) or 0,
             recent_bytes=env_int(BYTES_VARIABLE, DEFAULT_BYTES) or 0,
+            logs_limit=env_int(logcap.VARIABLE, logcap.DEFAULT_LIMIT, minimum=0) or 0,
             extra_env=config.environment,
             queue_size=max(0, env_int("COGSERVE_QUEUE_SIZE", 0) or 0),
             queue_timeout=env_float("COGSERVE_QUEUE_TIMEOUT", None) or None,

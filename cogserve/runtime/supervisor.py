@@ -110,7 +110,15 @@ class WorkerProcess:
         data_child.close()
         self.control = await AsyncChannel.open(control_parent, self._on_control)
         self.data = await AsyncChannel.open(data_parent, self._on_data)
+        for channel in (self.control, self.data):
+            channel.closed.add_done_callback(self._channel_lost)
         self._waiter = asyncio.get_running_loop().create_task(self._wait())
+
+    def _channel_lost(self, _: object) -> None:
+        """A channel closed: the worker has ended, or its model closed (or replaced) the
+        socket's file descriptor. A worker the parent cannot talk to can never finish a
+        prediction, so it is ended: either way its exit is then handled like a crash."""
+        self.kill()
 
     async def _wait(self) -> None:
         assert self.process is not None
@@ -157,10 +165,7 @@ class WorkerProcess:
         process = self.process
         if process is None or process.poll() is not None:
             return
-        try:
-            self.send_control(protocol.shutdown())
-        except (ConnectionError, RuntimeError):
-            pass
+        self.send_control(protocol.shutdown())
         loop = asyncio.get_running_loop()
         try:
             await asyncio.wait_for(loop.run_in_executor(None, process.wait), timeout)

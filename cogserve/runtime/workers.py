@@ -260,8 +260,7 @@ class Workers:
     def send_cancel(self, slot: Slot, prediction_id: str) -> None:
         process = slot.member.process
         if process is not None:
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                process.send_control(protocol.cancel(prediction_id))
+            process.send_control(protocol.cancel(prediction_id))
 
     def end_ignoring_cancel(self, slot: Slot, prediction_id: str) -> None:
         """run() ignored a cancel: kill its worker (its exit starts a new one), so the

@@ -25,6 +25,10 @@ from collections.abc import Callable
 from typing import Any
 
 LogSink = Callable[[str, str], None]
+# characters of one source held or sent at once: a model that writes without newlines,
+# or one huge line, is sent on in pieces of this size, so neither the worker nor a
+# frame to the parent grows with it (what the parent keeps is bounded there: logcap)
+PIECE = 64 * 1024
 
 _target: contextvars.ContextVar[Any] = contextvars.ContextVar("cogserve_log_target")
 
@@ -32,27 +36,44 @@ _target: contextvars.ContextVar[Any] = contextvars.ContextVar("cogserve_log_targ
 class LineBuffer:
     """Collects writes of one source and emits whole lines (the rest on flush)."""
 
-    __slots__ = ("_emit", "_parts", "_source")
+    __slots__ = ("_emit", "_parts", "_pending", "_source")
 
     def __init__(self, source: str, emit: LogSink) -> None:
         self._source = source
         self._emit = emit
         self._parts: list[str] = []
+        self._pending = 0  # characters in _parts
 
     def write(self, text: str) -> None:
+        pending = self._pending + len(text)
+        if pending > PIECE:
+            self._write_long(text)
+            return
         if "\n" not in text:
             self._parts.append(text)
+            self._pending = pending
             return
         head, _, tail = text.rpartition("\n")
         self._parts.append(head + "\n")
         data = "".join(self._parts)
         self._parts = [tail] if tail else []
+        self._pending = len(tail)
         self._emit(self._source, data)
+
+    def _write_long(self, text: str) -> None:
+        """What is held, and this text, would pass PIECE: sent on in pieces of PIECE."""
+        self.flush()
+        whole = len(text) - len(text) % PIECE
+        for start in range(0, whole, PIECE):
+            self._emit(self._source, text[start:start + PIECE])
+        if whole < len(text):
+            self.write(text[whole:])
 
     def flush(self) -> None:
         if self._parts:
             data = "".join(self._parts)
             self._parts = []
+            self._pending = 0
             self._emit(self._source, data)
 
 

@@ -163,3 +163,25 @@ def test_the_final_json_is_encoded_once_for_the_stream_and_the_store() -> None:
         assert b'"output":["a"]' in entry.body and b'"status":"succeeded"' in entry.body
 
     run(body)
+
+
+def test_log_lines_past_the_predictions_log_limit_go_live_but_are_not_kept() -> None:
+    async def body() -> None:
+        p = Prediction("p1", {}, iterator=True, log_limit=10)
+        history = EventHistory(1024)
+        p.subscribe(history)
+        live = Stream()
+        history.attach(live, created=True)
+        p.mark_started()
+        for k in range(5):
+            p.append_log("stdout", f"line{k}\n")  # 6 characters each: the 2nd passes 10
+        p.append_output("tok")
+        assert len(live.frames) == 7  # start, 5 lines, the output: every one told
+        replay, skipped = history.attach(Stream(), created=False)
+        assert skipped == 4  # lines 1..4 were not kept
+        kept = list(history.events or ())
+        assert [f for f in kept if f.startswith(b"event: log")] == [
+            b'event: log\ndata: {"data":"line0\\n","source":"stdout"}\n\n']
+        assert history.bytes == sum(map(len, kept))
+
+    run(body)

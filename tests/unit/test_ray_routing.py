@@ -4,9 +4,13 @@ ray_routing (tag, pin, rendezvous) and the HAProxy-ingress forwarder's use of th
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 
 from cogserve.deploy.ray_forward import Forwarder, Peers
 from cogserve.deploy.ray_routing import Homes, prediction_id, rendezvous, replica_tag
+
+from .helpers import Response
 
 REPLICAS = ["replica-a", "replica-b", "replica-c"]
 
@@ -93,3 +97,33 @@ def test_a_new_id_is_kept_only_on_the_controllers_current_list():
         assert peers.fetches == 2
 
     asyncio.run(scenario())
+
+
+def test_a_home_that_cannot_be_reached_is_answered_503_not_an_error():
+    """A replica being replaced (its worker was killed) is still listed for a moment: a
+    request forwarded to it gets 503, as a replica whose worker died answers."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        gone = f"127.0.0.1:{probe.getsockname()[1]}"
+    peers = _Peers("replica-a", {"replica-a": "127.0.0.1:30000", "replica-b": gone})
+    forwarder = Forwarder(peers)
+    ident = replica_tag("replica-b") + "x"
+    response = Response()
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def scenario() -> bool:
+        address = await forwarder.home(ident)
+        assert address == gone
+        scope = {"type": "http", "method": "GET", "path": f"/predictions/{ident}",
+                 "headers": []}
+        try:
+            return await forwarder.forward(address, ident, scope, receive, response.send)
+        finally:
+            await forwarder.close()
+
+    assert asyncio.run(scenario())
+    assert response.status == 503 and response.headers[b"retry-after"] == b"1"
+    assert json.loads(response.body)["error"].startswith(
+        f"the replica that holds {ident!r} cannot be reached (ConnectError")
