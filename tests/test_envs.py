@@ -354,3 +354,16 @@ def _wait_for_text(path: pathlib.Path, text: str, timeout: float = 120) -> None:
     while text not in path.read_text():
         assert time.monotonic() < deadline, f"{text!r} never appeared in {path.read_text()}"
         time.sleep(0.05)
+
+
+def test_a_model_declaring_no_packages_imports_the_cog_sdk_dependencies(tmp_path) -> None:
+    """A Cog image holds cog's own requirements; published models import them undeclared.
+    With no packages declared the model runs in cogserve's own Python, which carries them."""
+    (tmp_path / "cog.yaml").write_text('run: "run.py:run"\n')
+    (tmp_path / "run.py").write_text(
+        "import sys\n\nimport requests\nimport structlog\nimport typing_extensions\n"
+        "import yaml\n\n\ndef run() -> str:\n"
+        "    return sys.prefix + ' ' + requests.__name__ + structlog.__name__\n")
+    result = cogserve("predict", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{sys.prefix} requestsstructlog"

@@ -1,9 +1,10 @@
 """Create and fill a model's environment with uv, reporting each phase as it goes.
 
 uv creates the virtual environment and installs, in one resolution, the same cogserve
-(a wheel of the running one), the Cog SDK's own dependencies (unpinned, so the model's pins
-win) and the model's packages or requirements file. uv runs in the model's folder, so
-local paths and `--extra-index-url` in a requirements file resolve as they would for Cog.
+(a wheel of the running one, whose requirements include the Cog SDK's own dependencies with
+Cog's lower bounds, so a model's pins win) and the model's packages or requirements file.
+uv runs in the model's folder, so local paths and `--extra-index-url` in a requirements
+file resolve as they would for Cog.
 Interpreters are never downloaded (`--no-python-downloads`): a `python_version` with no
 matching interpreter on the machine falls back to cogserve's own, said once.
 
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from cogserve.envs import selfwheel
-from cogserve.envs.spec import COG_SDK_PACKAGES, BuildSpec, normalise
+from cogserve.envs.spec import BuildSpec, normalise
 from cogserve.envs.store import EnvStore
 from cogserve.lifeline import die_with_parent
 
@@ -129,11 +130,11 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
         if code != 0:
             raise EnvBuildError("could not create the environment:\n" + "\n".join(lines))
         wheel = selfwheel.ensure_wheel(store.wheels)
-        what = [f"cogserve {selfwheel.cogserve_id()}", "the Cog SDK's dependencies"]
+        what = [f"cogserve {selfwheel.cogserve_id()} with the Cog SDK's dependencies"]
         if spec.python_packages:
             what.append(f"{len(spec.python_packages)} python_packages")
         argv = [uv, "pip", "install", "--python", str(build_dir / "bin" / "python"),
-                "--no-python-downloads", str(wheel), *COG_SDK_PACKAGES, *spec.python_packages]
+                "--no-python-downloads", str(wheel), *spec.python_packages]
         if spec.requirements is not None:
             argv += ["-r", str(spec.requirements)]
             what.append(spec.requirements.name)

@@ -19,11 +19,6 @@ from typing import Any
 
 from cogserve.exceptions import DefinitionError
 
-# What a Cog 0.23.1 image holds besides the model's packages: the Cog SDK's own
-# dependencies (cog's Requires-Dist, minus coglet, the server cogserve replaces). Published
-# models import these without declaring them. Unpinned, so a model's own pin always wins.
-COG_SDK_PACKAGES = ("typing_extensions", "pyyaml", "structlog", "requests")
-
 # `build:` keys that only make sense for a Docker image; accepted and ignored.
 IMAGE_ONLY_KEYS = ("gpu", "cuda", "cudnn", "sdk_version")
 KNOWN_KEYS = {"python_version", "python_packages", "python_requirements", "system_packages",
@@ -93,7 +88,6 @@ class BuildSpec:
             "packages": list(self.python_packages),
             "requirements": self.requirements_text(),
             "local_files": self._local_file_digests(),
-            "cog_sdk": list(COG_SDK_PACKAGES),
             "cogserve": cogserve_id,
         }
         blob = json.dumps(doc, sort_keys=True).encode()
