@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from cogserve.envs import selfwheel
+from cogserve.envs import certs, selfwheel
 from cogserve.envs.spec import BuildSpec, normalise
 from cogserve.envs.store import EnvStore
 from cogserve.lifeline import die_with_parent
@@ -45,18 +45,23 @@ def uv_bin() -> str:
     return uv.find_uv_bin()
 
 
-def _uv_env() -> dict[str, str]:
+def _uv_env(trust: certs.Trust | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env["NO_COLOR"] = "1"
+    if trust is not None:
+        env.update(trust.env)
     return env
 
 
-async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None = None
-               ) -> tuple[int, list[str]]:
-    """Run a command, passing each output line on; kill it if the caller is cancelled."""
+async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None = None,
+               trust: certs.Trust | None = None) -> tuple[int, list[str]]:
+    """Run a command, passing each output line on; kill it if the caller is cancelled.
+
+    `trust`: the certificates of a command that downloads (the others reach no network).
+    """
     process = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=_uv_env(), stdin=asyncio.subprocess.DEVNULL,
+        *argv, cwd=cwd, env=_uv_env(trust), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,  # Ctrl-C reaches cogserve only, which ends uv and its group
         preexec_fn=die_with_parent,  # and a cogserve killed mid-build takes uv with it
@@ -139,9 +144,13 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
             argv += ["-r", str(spec.requirements)]
             what.append(spec.requirements.name)
         on_line(f"cogserve: resolving, downloading and installing {', '.join(what)}\n")
-        code, lines = await _run(argv, on_line, cwd=spec.directory)
+        try:
+            with certs.for_build() as trust:
+                code, lines = await _run(argv, on_line, cwd=spec.directory, trust=trust)
+        except certs.CertificateError as exc:
+            raise EnvBuildError(str(exc)) from None
         if code != 0:
-            raise EnvBuildError(_install_error(spec, lines))
+            raise EnvBuildError(_install_error(spec, lines, trust))
         info = {
             "key": key,
             "model": str(spec.directory),
@@ -160,10 +169,11 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
     return path
 
 
-def _install_error(spec: BuildSpec, lines: list[str]) -> str:
-    """uv's message, led by the conflicts between the model's pins and cogserve's needs."""
+def _install_error(spec: BuildSpec, lines: list[str], trust: certs.Trust) -> str:
+    """uv's message, led by what to do about it: an untrusted certificate (which store was
+    used, how to add one), or the conflicts between the model's pins and cogserve's needs."""
     output = "\n".join(lines).strip()
-    head = "installing the model's packages failed"
+    head = trust.failure_hint(output) or "installing the model's packages failed"
     if "No solution found" in output:
         needed = {normalise(m.group(1)): req for req in selfwheel.requirements()
                   if (m := re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req))}
