@@ -27,6 +27,7 @@ class ModelConfig:
     environment: dict[str, str] = field(default_factory=dict)
     image: str | None = None
     build: Any = None  # cog.yaml `build:` as written; checked by cogserve.envs.spec
+    weights: Any = None  # cog.yaml `weights:` as written; checked by cogserve.envs.weights
 
     def default_name(self) -> str:
         """The model's name where none is given: cog.yaml's `image` (last part, no tag),
@@ -75,6 +76,7 @@ def load_config(directory: str | os.PathLike[str] | None = None,
         cfg.train_ref = data.get("train")
         cfg.image = data.get("image")
         cfg.build = data.get("build")
+        cfg.weights = data.get("weights")
         conc = data.get("concurrency")
         if isinstance(conc, dict) and conc.get("max") is not None:
             try:

@@ -11,6 +11,7 @@ own environment and never imports the model's packages.
 - `store.py`: the cache folder: ready environments, builds in progress, removal, pruning
 - `builder.py`: creating and filling an environment with uv
 - `certs.py`: the certificates a build trusts (the system's store, COG_CA_CERT)
+- `weights.py`: cog.yaml `weights:`, linked at their targets before the worker starts
 - `system.py`: `build.system_packages` / `build.run`: checked and printed, run on request
 - `command.py`: `cogserve env`
 """
