@@ -224,9 +224,16 @@ class _JSONFormatter(_Formatter):
         return orjson.dumps(doc, default=str).decode()
 
 
+def _mount_weights(config: ModelConfig) -> None:
+    """cog.yaml `weights:` where the model reads them; nothing is imported without it."""
+    if config.weights is not None:
+        from cogserve.envs import weights
+
+        weights.prepare(config)
+
+
 def _serve(args: argparse.Namespace) -> None:
     from cogserve import assembly
-    from cogserve.envs import weights
     from cogserve.http import server
     from cogserve.runtime import settings as runtime_settings
     from cogserve.runtime.settings import ObservabilityOptions
@@ -237,7 +244,7 @@ def _serve(args: argparse.Namespace) -> None:
                                           no_env=args.no_env)
     settings.model_name = args.model_name
     settings.model_version = args.model_version
-    weights.prepare(config)
+    _mount_weights(config)
     settings.playground = args.playground
     _apply_capacity(args, settings)
     settings.observability = ObservabilityOptions.from_env(
@@ -337,7 +344,6 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
                          given: dict[str, Any] | None) -> int:
     from cogserve.cli_inputs import InputError
     from cogserve.cli_output import OutputError, Presenter, writable_target
-    from cogserve.envs import weights
     from cogserve.envs.builder import EnvBuildError
     from cogserve.envs.command import to_stderr
     from cogserve.runtime import settings as runtime_settings
@@ -347,7 +353,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
 
     settings = runtime_settings.for_model(config, no_env=args.no_env)
     settings.workers = 1  # one prediction: COGSERVE_WORKERS is for `serve`
-    weights.prepare(config)
+    _mount_weights(config)
     if settings.environment is not None:  # built here, before the worker, with live progress
         try:
             await settings.environment.prepare(to_stderr)
