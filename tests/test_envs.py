@@ -367,3 +367,15 @@ def test_a_model_declaring_no_packages_imports_the_cog_sdk_dependencies(tmp_path
     result = cogserve("predict", tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"{sys.prefix} requestsstructlog"
+
+
+@pytest.mark.parametrize("version", ["3.7", "3.9"])
+def test_a_python_version_cog_no_longer_supports_is_refused_in_cogs_words(tmp_path, version
+                                                                          ) -> None:
+    (tmp_path / "cog.yaml").write_text(f'build:\n  python_version: "{version}"\n'
+                                       'run: "run.py:run"\n')
+    (tmp_path / "run.py").write_text("def run() -> str:\n    return 'x'\n")
+    result = cogserve("predict", tmp_path)
+    assert result.returncode == 1
+    assert (f'invalid build.python_version "{version}": minimum supported Python version '
+            "is 3.10") in result.stderr

@@ -19,6 +19,9 @@ from typing import Any
 
 from cogserve.exceptions import DefinitionError
 
+# The oldest build.python_version Cog 0.23 accepts.
+MIN_COG_PYTHON = (3, 10)
+
 # `build:` keys that only make sense for a Docker image; accepted and ignored.
 IMAGE_ONLY_KEYS = ("gpu", "cuda", "cudnn", "sdk_version")
 KNOWN_KEYS = {"python_version", "python_packages", "python_requirements", "system_packages",
@@ -144,6 +147,10 @@ def parse_build(directory: pathlib.Path, build: Any) -> BuildSpec:
         if not re.fullmatch(r"3(\.\d+){0,2}", version):
             raise DefinitionError(f'{where}: build.python_version must look like "3.11", '
                                   f"not {build['python_version']!r}")
+        if version.count(".") and int(version.split(".")[1]) < MIN_COG_PYTHON[1]:
+            raise DefinitionError(  # Cog's words (pkg/config: minimum supported version)
+                f'{where}: invalid build.python_version "{version}": minimum supported '
+                "Python version is {}.{}".format(*MIN_COG_PYTHON))
     run: list[str] = []
     for key in ("pre_install", "run"):
         for item in build.get(key) or []:
