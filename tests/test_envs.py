@@ -45,11 +45,13 @@ def ready_envs() -> list[str]:
 
 
 def leftovers() -> list[str]:
-    """Anything in the store that is neither a ready environment nor the cogserve wheel."""
+    """Anything in the store that is neither a ready environment nor what the store keeps
+    beside them (the cogserve wheel, build locks, uv's scratch folder, weights views)."""
     root = env_root()
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.name not in ("wheels", ".locks")
+    return sorted(p.name for p in root.iterdir()
+                  if p.name not in ("wheels", ".locks", ".tmp", "weights")
                   and not (p / "cogserve-env.json").is_file())
 
 

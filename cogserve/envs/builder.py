@@ -45,23 +45,22 @@ def uv_bin() -> str:
     return uv.find_uv_bin()
 
 
-def _uv_env(trust: certs.Trust | None) -> dict[str, str]:
+def _uv_env(extra: dict[str, str] | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env["NO_COLOR"] = "1"
-    if trust is not None:
-        env.update(trust.env)
+    env.update(extra or {})
     return env
 
 
 async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None = None,
-               trust: certs.Trust | None = None) -> tuple[int, list[str]]:
+               extra: dict[str, str] | None = None) -> tuple[int, list[str]]:
     """Run a command, passing each output line on; kill it if the caller is cancelled.
 
-    `trust`: the certificates of a command that downloads (the others reach no network).
+    `extra`: variables of its own (an install's certificates and scratch folder).
     """
     process = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=_uv_env(trust), stdin=asyncio.subprocess.DEVNULL,
+        *argv, cwd=cwd, env=_uv_env(extra), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,  # Ctrl-C reaches cogserve only, which ends uv and its group
         preexec_fn=die_with_parent,  # and a cogserve killed mid-build takes uv with it
@@ -146,7 +145,10 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
         on_line(f"cogserve: resolving, downloading and installing {', '.join(what)}\n")
         try:
             with certs.for_build() as trust:
-                code, lines = await _run(argv, on_line, cwd=spec.directory, trust=trust)
+                # uv keeps lock files in TMPDIR for good (uv-setuptools-*.lock, building a
+                # source package): in the store, not the user's temporary folder
+                code, lines = await _run(argv, on_line, cwd=spec.directory,
+                                         extra={**trust.env, "TMPDIR": str(store.scratch())})
         except certs.CertificateError as exc:
             raise EnvBuildError(str(exc)) from None
         if code != 0:
