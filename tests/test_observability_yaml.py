@@ -47,7 +47,8 @@ def test_caller_trace_tags_become_bounded_caller_attributes(tmp_path, otlp) -> N
     with Server(model, env=_env(otlp)) as server:
         response = server.client.post("/predictions", json={"input": {}, "context": context})
         assert response.json()["status"] == "succeeded", response.text
-        spans = otlp.wait_for(lambda got: any(s.name == "prediction" for s in got))
+        spans = otlp.wait_for(lambda got: {"prediction", "run", "POST /predictions"}
+                              <= {s.name for s in got})
     prediction = next(s for s in spans if s.name == "prediction")
     caller = {k: v for k, v in prediction.attributes.items() if k.startswith("caller.")}
     assert len(caller) == 16
@@ -82,8 +83,9 @@ def test_the_operators_jaeger_header_continues_the_callers_trace(tmp_path, otlp)
         malformed = server.client.post("/predictions", json={"input": {}},
                                        headers={"x-company-trace": "nonsense"})
         assert malformed.status_code == 200  # ignored, never a refusal
-        spans = otlp.wait_for(lambda got: any(s.name == "run" for s in got))
-    request = next(s for s in spans if s.name.startswith("POST"))
+        spans = otlp.wait_for(lambda got: {"run", "POST /predictions"}
+                              <= {s.name for s in got})
+    request = next(s for s in spans if s.name == "POST /predictions")
     assert request.trace_id == TRACE_ID and request.parent_id == "00f067aa0ba902b7"
 
 
