@@ -64,7 +64,7 @@ class Trust:
 def system_bundle() -> pathlib.Path | None:
     """The system store's bundle file as OpenSSL finds it (SSL_CERT_FILE first)."""
     paths = ssl.get_default_verify_paths()
-    for candidate in (os.environ.get(paths.openssl_cafile_env), paths.cafile):
+    for candidate in (env_text(paths.openssl_cafile_env), paths.cafile):
         if candidate and os.path.isfile(candidate):
             return pathlib.Path(candidate)
     return None
