@@ -226,6 +226,14 @@ class _JSONFormatter(_Formatter):
         return orjson.dumps(doc, default=str).decode()
 
 
+def _mount_weights(config: ModelConfig) -> None:
+    """cog.yaml `weights:` where the model reads them; nothing is imported without it."""
+    if config.weights is not None:
+        from cogserve.envs import weights
+
+        weights.prepare(config)
+
+
 def _serve(args: argparse.Namespace) -> None:
     from cogserve import assembly
     from cogserve.http import server
@@ -238,6 +246,7 @@ def _serve(args: argparse.Namespace) -> None:
                                           no_env=args.no_env)
     settings.model_name = args.model_name
     settings.model_version = args.model_version
+    _mount_weights(config)
     settings.playground = args.playground
     settings.mcp = args.mcp
     _apply_capacity(args, settings)
@@ -347,6 +356,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
 
     settings = runtime_settings.for_model(config, no_env=args.no_env)
     settings.workers = 1  # one prediction: COGSERVE_WORKERS is for `serve`
+    _mount_weights(config)
     if settings.environment is not None:  # built here, before the worker, with live progress
         try:
             await settings.environment.prepare(to_stderr)

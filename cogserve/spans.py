@@ -10,6 +10,14 @@ came, as Cog does.
 Both processes use this module: the parent configures it at start, the worker on the
 first prediction that arrives with a trace context (`protocol.TRACE` in its predict frame),
 so a worker of a server without tracing never imports OpenTelemetry either.
+
+cog.yaml `observability:` arrives as Cog's COG_TRACE_* variables (`config.trace_variables`):
+`COG_TRACE_ENABLED=false` turns tracing off whatever OTEL_* say; the sampler is
+`OTEL_TRACES_SAMPLER`, else cog.yaml's (`COG_TRACE_SAMPLER`, default
+parentbased_always_off), else the SDK's default; an opted-in model with no collector
+endpoint is told so once. `observability.config` (COG_OBSERVABILITY_CONFIG) is a file whose
+`create_tracer_provider()` becomes the worker's global provider before the model is
+imported (`install_custom`), with or without framework tracing, as in Cog.
 """
 
 from __future__ import annotations
@@ -20,19 +28,26 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from cogserve.envvars import env_text
+from cogserve.envvars import env_switch, env_text
+from cogserve.exceptions import DefinitionError
 
 _tracer: Any = None  # an opentelemetry Tracer once configured
 _provider: Any = None
+_custom: Any = None  # the provider observability.config made (the worker's)
 
 
 def wanted() -> bool:
     """Asked for by the environment and installed (checked without importing it)."""
     exporter = env_text("OTEL_TRACES_EXPORTER").lower()
-    if exporter == "none" or env_text("OTEL_SDK_DISABLED").lower() == "true":
+    if exporter == "none" or env_text("OTEL_SDK_DISABLED").lower() == "true" \
+            or not env_switch("COG_TRACE_ENABLED", True):
         return False
     if not (exporter or env_text("OTEL_EXPORTER_OTLP_ENDPOINT")
             or env_text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        if env_switch("COG_TRACE_CONFIGURED", False):  # cog.yaml asked for traces
+            logging.getLogger("cogserve").warning(
+                "Tracing enabled without an OTLP endpoint; tracing disabled (set "
+                "OTEL_EXPORTER_OTLP_ENDPOINT)")
         return False
     needed = ["opentelemetry.sdk"]
     if exporter in ("", "otlp"):
@@ -65,9 +80,72 @@ def configure(process: str) -> None:
     attributes = {"cogserve.process": process}
     if not env_text("OTEL_SERVICE_NAME"):
         attributes["service.name"] = "cogserve"
-    _provider = TracerProvider(resource=Resource.create(attributes))
+    _provider = TracerProvider(resource=Resource.create(attributes), sampler=_sampler())
     _provider.add_span_processor(BatchSpanProcessor(_exporter()))
     _tracer = _provider.get_tracer("cogserve")
+    if process == "worker" and _custom is None:
+        from opentelemetry import trace
+
+        # the model's own spans (trace.get_tracer) nest under its run span
+        trace.set_tracer_provider(_provider)
+
+
+def _sampler() -> Any:
+    """OTEL_TRACES_SAMPLER, else cog.yaml's sampler; None: the SDK's default."""
+    from opentelemetry.sdk.trace import sampling
+
+    name = env_text("OTEL_TRACES_SAMPLER") or env_text("COG_TRACE_SAMPLER")
+    if not name:
+        return None
+    fixed = {"always_on": sampling.ALWAYS_ON, "always_off": sampling.ALWAYS_OFF,
+             "parentbased_always_on": sampling.DEFAULT_ON,
+             "parentbased_always_off": sampling.DEFAULT_OFF}
+    if name in fixed:
+        return fixed[name]
+    raw = env_text("OTEL_TRACES_SAMPLER_ARG") or env_text("COG_TRACE_SAMPLER_ARG") or "1"
+    try:
+        ratio = float(raw)
+    except ValueError:
+        raise DefinitionError(f"invalid sampler ratio {raw!r}") from None
+    if name == "traceidratio":
+        return sampling.TraceIdRatioBased(ratio)
+    if name == "parentbased_traceidratio":
+        return sampling.ParentBasedTraceIdRatio(ratio)
+    raise DefinitionError(f"unsupported OpenTelemetry sampler {name!r}")
+
+
+def install_custom(path: str) -> None:
+    """observability.config: its `create_tracer_provider()` as the global provider, then
+    its `configure_instrumentation()`; before the model is imported. Any failure fails
+    setup, naming the file (Cog's rules)."""
+    global _custom
+    import importlib.util
+    import sys
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    spec = importlib.util.spec_from_file_location("_cog_telemetry", path)
+    if spec is None or spec.loader is None:
+        raise DefinitionError(f"cannot load observability config from {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    factory = getattr(module, "create_tracer_provider", None)
+    if not callable(factory):
+        raise DefinitionError(f"{path}: telemetry.py must define create_tracer_provider()")
+    provider = factory()
+    if not isinstance(provider, TracerProvider):
+        raise DefinitionError(f"{path}: telemetry.py create_tracer_provider() must return "
+                              "TracerProvider")
+    trace.set_tracer_provider(provider)
+    _custom = provider
+    instrument = getattr(module, "configure_instrumentation", None)
+    if instrument is not None:
+        if not callable(instrument):
+            raise DefinitionError(f"{path}: telemetry.py configure_instrumentation must be "
+                                  "callable")
+        instrument()
 
 
 def _exporter() -> Any:
@@ -84,8 +162,9 @@ def _exporter() -> Any:
 
 def flush() -> None:
     """Send what is buffered (a worker exits with os._exit, which skips atexit)."""
-    if _provider is not None:
-        _provider.force_flush(2000)
+    for provider in (_provider, _custom):
+        if provider is not None:
+            provider.force_flush(2000)
 
 
 def tracer() -> Any:

@@ -24,9 +24,10 @@ class Result:
 
 def cogserve(*args: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None,
              env: dict[str, str] | None = None, timeout: float = 60.0,
-             stdin: str | None = None) -> Result:
-    """`cogserve ARGS...`; the whole process group is killed if it outlives the test."""
-    full_env = {**os.environ, **(env or {})}
+             stdin: str | None = None, unset: tuple[str, ...] = ()) -> Result:
+    """`cogserve ARGS...`; the whole process group is killed if it outlives the test.
+    `unset`: variables of this process the command must not see."""
+    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
     process = subprocess.Popen(
         [sys.executable, "-m", "cogserve.cli", *map(str, args)], cwd=cwd, env=full_env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,

@@ -45,11 +45,13 @@ def ready_envs() -> list[str]:
 
 
 def leftovers() -> list[str]:
-    """Anything in the store that is neither a ready environment nor the cogserve wheel."""
+    """Anything in the store that is neither a ready environment nor what the store keeps
+    beside them (the cogserve wheel, build locks, uv's scratch folder, weights views)."""
     root = env_root()
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.name not in ("wheels", ".locks")
+    return sorted(p.name for p in root.iterdir()
+                  if p.name not in ("wheels", ".locks", ".tmp", "weights")
                   and not (p / "cogserve-env.json").is_file())
 
 
@@ -354,3 +356,28 @@ def _wait_for_text(path: pathlib.Path, text: str, timeout: float = 120) -> None:
     while text not in path.read_text():
         assert time.monotonic() < deadline, f"{text!r} never appeared in {path.read_text()}"
         time.sleep(0.05)
+
+
+def test_a_model_declaring_no_packages_imports_the_cog_sdk_dependencies(tmp_path) -> None:
+    """A Cog image holds cog's own requirements; published models import them undeclared.
+    With no packages declared the model runs in cogserve's own Python, which carries them."""
+    (tmp_path / "cog.yaml").write_text('run: "run.py:run"\n')
+    (tmp_path / "run.py").write_text(
+        "import sys\n\nimport requests\nimport structlog\nimport typing_extensions\n"
+        "import yaml\n\n\ndef run() -> str:\n"
+        "    return sys.prefix + ' ' + requests.__name__ + structlog.__name__\n")
+    result = cogserve("predict", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{sys.prefix} requestsstructlog"
+
+
+@pytest.mark.parametrize("version", ["3.7", "3.9"])
+def test_a_python_version_cog_no_longer_supports_is_refused_in_cogs_words(tmp_path, version
+                                                                          ) -> None:
+    (tmp_path / "cog.yaml").write_text(f'build:\n  python_version: "{version}"\n'
+                                       'run: "run.py:run"\n')
+    (tmp_path / "run.py").write_text("def run() -> str:\n    return 'x'\n")
+    result = cogserve("predict", tmp_path)
+    assert result.returncode == 1
+    assert (f'invalid build.python_version "{version}": minimum supported Python version '
+            "is 3.10") in result.stderr

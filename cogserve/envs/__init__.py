@@ -10,6 +10,8 @@ own environment and never imports the model's packages.
 - `selfwheel.py`: a wheel of the running cogserve, installed into every environment
 - `store.py`: the cache folder: ready environments, builds in progress, removal, pruning
 - `builder.py`: creating and filling an environment with uv
+- `certs.py`: the certificates a build trusts (the system's store, COG_CA_CERT)
+- `weights.py`: cog.yaml `weights:`, linked at their targets before the worker starts
 - `system.py`: `build.system_packages` / `build.run`: checked and printed, run on request
 - `command.py`: `cogserve env`
 """

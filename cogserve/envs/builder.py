@@ -1,9 +1,10 @@
 """Create and fill a model's environment with uv, reporting each phase as it goes.
 
 uv creates the virtual environment and installs, in one resolution, the same cogserve
-(a wheel of the running one), the Cog SDK's own dependencies (unpinned, so the model's pins
-win) and the model's packages or requirements file. uv runs in the model's folder, so
-local paths and `--extra-index-url` in a requirements file resolve as they would for Cog.
+(a wheel of the running one, whose requirements include the Cog SDK's own dependencies with
+Cog's lower bounds, so a model's pins win) and the model's packages or requirements file.
+uv runs in the model's folder, so local paths and `--extra-index-url` in a requirements
+file resolve as they would for Cog.
 Interpreters are never downloaded (`--no-python-downloads`): a `python_version` with no
 matching interpreter on the machine falls back to cogserve's own, said once.
 
@@ -23,8 +24,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from cogserve.envs import selfwheel
-from cogserve.envs.spec import COG_SDK_PACKAGES, BuildSpec, normalise
+from cogserve.envs import certs, selfwheel
+from cogserve.envs.spec import BuildSpec, normalise
 from cogserve.envs.store import EnvStore
 from cogserve.lifeline import die_with_parent
 
@@ -44,18 +45,22 @@ def uv_bin() -> str:
     return uv.find_uv_bin()
 
 
-def _uv_env() -> dict[str, str]:
+def _uv_env(extra: dict[str, str] | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env["NO_COLOR"] = "1"
+    env.update(extra or {})
     return env
 
 
-async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None = None
-               ) -> tuple[int, list[str]]:
-    """Run a command, passing each output line on; kill it if the caller is cancelled."""
+async def _run(argv: Sequence[str], on_line: LineSink, cwd: pathlib.Path | None = None,
+               extra: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    """Run a command, passing each output line on; kill it if the caller is cancelled.
+
+    `extra`: variables of its own (an install's certificates and scratch folder).
+    """
     process = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=_uv_env(), stdin=asyncio.subprocess.DEVNULL,
+        *argv, cwd=cwd, env=_uv_env(extra), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,  # Ctrl-C reaches cogserve only, which ends uv and its group
         preexec_fn=die_with_parent,  # and a cogserve killed mid-build takes uv with it
@@ -129,18 +134,25 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
         if code != 0:
             raise EnvBuildError("could not create the environment:\n" + "\n".join(lines))
         wheel = selfwheel.ensure_wheel(store.wheels)
-        what = [f"cogserve {selfwheel.cogserve_id()}", "the Cog SDK's dependencies"]
+        what = [f"cogserve {selfwheel.cogserve_id()} with the Cog SDK's dependencies"]
         if spec.python_packages:
             what.append(f"{len(spec.python_packages)} python_packages")
         argv = [uv, "pip", "install", "--python", str(build_dir / "bin" / "python"),
-                "--no-python-downloads", str(wheel), *COG_SDK_PACKAGES, *spec.python_packages]
+                "--no-python-downloads", str(wheel), *spec.python_packages]
         if spec.requirements is not None:
             argv += ["-r", str(spec.requirements)]
             what.append(spec.requirements.name)
         on_line(f"cogserve: resolving, downloading and installing {', '.join(what)}\n")
-        code, lines = await _run(argv, on_line, cwd=spec.directory)
+        try:
+            with certs.for_build() as trust:
+                # uv keeps lock files in TMPDIR for good (uv-setuptools-*.lock, building a
+                # source package): in the store, not the user's temporary folder
+                code, lines = await _run(argv, on_line, cwd=spec.directory,
+                                         extra={**trust.env, "TMPDIR": str(store.scratch())})
+        except certs.CertificateError as exc:
+            raise EnvBuildError(str(exc)) from None
         if code != 0:
-            raise EnvBuildError(_install_error(spec, lines))
+            raise EnvBuildError(_install_error(spec, lines, trust))
         info = {
             "key": key,
             "model": str(spec.directory),
@@ -159,10 +171,11 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
     return path
 
 
-def _install_error(spec: BuildSpec, lines: list[str]) -> str:
-    """uv's message, led by the conflicts between the model's pins and cogserve's needs."""
+def _install_error(spec: BuildSpec, lines: list[str], trust: certs.Trust) -> str:
+    """uv's message, led by what to do about it: an untrusted certificate (which store was
+    used, how to add one), or the conflicts between the model's pins and cogserve's needs."""
     output = "\n".join(lines).strip()
-    head = "installing the model's packages failed"
+    head = trust.failure_hint(output) or "installing the model's packages failed"
     if "No solution found" in output:
         needed = {normalise(m.group(1)): req for req in selfwheel.requirements()
                   if (m := re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req))}

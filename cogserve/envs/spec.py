@@ -19,10 +19,8 @@ from typing import Any
 
 from cogserve.exceptions import DefinitionError
 
-# What a Cog 0.23.1 image holds besides the model's packages: the Cog SDK's own
-# dependencies (cog's Requires-Dist, minus coglet, the server cogserve replaces). Published
-# models import these without declaring them. Unpinned, so a model's own pin always wins.
-COG_SDK_PACKAGES = ("typing_extensions", "pyyaml", "structlog", "requests")
+# The oldest build.python_version Cog 0.23 accepts.
+MIN_COG_PYTHON = (3, 10)
 
 # `build:` keys that only make sense for a Docker image; accepted and ignored.
 IMAGE_ONLY_KEYS = ("gpu", "cuda", "cudnn", "sdk_version")
@@ -93,7 +91,6 @@ class BuildSpec:
             "packages": list(self.python_packages),
             "requirements": self.requirements_text(),
             "local_files": self._local_file_digests(),
-            "cog_sdk": list(COG_SDK_PACKAGES),
             "cogserve": cogserve_id,
         }
         blob = json.dumps(doc, sort_keys=True).encode()
@@ -150,6 +147,10 @@ def parse_build(directory: pathlib.Path, build: Any) -> BuildSpec:
         if not re.fullmatch(r"3(\.\d+){0,2}", version):
             raise DefinitionError(f'{where}: build.python_version must look like "3.11", '
                                   f"not {build['python_version']!r}")
+        if version.count(".") and int(version.split(".")[1]) < MIN_COG_PYTHON[1]:
+            raise DefinitionError(  # Cog's words (pkg/config: minimum supported version)
+                f'{where}: invalid build.python_version "{version}": minimum supported '
+                "Python version is {}.{}".format(*MIN_COG_PYTHON))
     run: list[str] = []
     for key in ("pre_install", "run"):
         for item in build.get(key) or []:

@@ -10,6 +10,7 @@ Layout of the root (`envvars.env_store_root`: `COGSERVE_ENV_DIR`, else
     .locks/<key>               held (flock) by the process building <key>: a second
                                process waits for it, then finds the environment ready
     wheels/<cogserve id>/      the cogserve wheel installed into environments
+    .tmp/                      uv's TMPDIR while it installs (its lock files stay there)
 
 An environment appears under its key only complete (a rename is atomic), so a build that
 fails or is killed never leaves something that looks usable; its leftovers are removed
@@ -36,6 +37,7 @@ MARKER = "cogserve-env.json"
 LOCKS = ".locks"
 BUILDING = ".building-"
 REMOVING = ".removing-"
+SCRATCH = ".tmp"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,12 @@ class EnvStore:
     @property
     def wheels(self) -> pathlib.Path:
         return self.root / "wheels"
+
+    def scratch(self) -> pathlib.Path:
+        """uv's temporary folder while it installs (it leaves lock files there)."""
+        path = self.root / SCRATCH
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def path(self, key: str) -> pathlib.Path:
         return self.root / key

@@ -19,6 +19,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from cogserve import jsoncodec, protocol
+from cogserve.envvars import env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.ipc import SyncChannel
 from cogserve.loader import LoadedModel, load_model
@@ -49,6 +50,11 @@ def main() -> None:
     warnings.simplefilter("default", DeprecationWarning)
 
     try:
+        telemetry = env_text("COG_OBSERVABILITY_CONFIG")
+        if telemetry:  # cog.yaml observability.config: its provider before the model
+            from cogserve import spans
+
+            spans.install_custom(telemetry)
         model = load_model(cfg["ref"], pathlib.Path(cfg["directory"]), Mode(cfg["mode"]))
         trainer = _load_trainer(cfg.get("train_ref"), model, pathlib.Path(cfg["directory"]))
         if cfg["mode"] == Mode.TRAIN:  # a train-only model: `model` is the trainer
