@@ -258,7 +258,7 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
         return  # a local file shipped with the model: the worker hands it over as is
     problem = check_default(spec)
     if problem:
-        raise where.error(f"the default breaks its own declaration: {problem}", name)
+        raise where.error(f"the default is invalid for its own declaration: {problem}", name)
 
 
 def check_default(spec: InputSpec) -> str | None:

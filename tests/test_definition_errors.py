@@ -29,10 +29,10 @@ CASES = {
     "unsupported_output": "run.py:7: Runner.run(): unsupported output type set; use str, int, "
                           "float, bool, Path, File, list[...], dict, a BaseModel, or an "
                           "Iterator of those",
-    "bad_default": 'run.py:10: Runner.run() parameter "steps": the default breaks its own '
-                   "declaration: 20 is greater than the maximum of 10",
-    "bad_choice_default": 'run.py:7: Runner.run() parameter "color": the default breaks its '
-                          'own declaration: "pink" is not one of ["red","blue"]',
+    "bad_default": 'run.py:10: Runner.run() parameter "steps": the default is invalid for '
+                   "its own declaration: 20 is greater than the maximum of 10",
+    "bad_choice_default": 'run.py:7: Runner.run() parameter "color": the default is invalid '
+                          'for its own declaration: "pink" is not one of ["red","blue"]',
     "bad_regex": 'run.py:7: Runner.run() parameter "text": regex \'([a-z\' does not compile: '
                  "unterminated character set at position 1",
     "concurrent_sync": "run.py:7: @concurrent(max=2) needs an async run(); a sync run() "
@@ -130,8 +130,8 @@ def test_a_model_file_named_like_a_stdlib_module_still_loads(tmp_path):
     ("x: int = Input(choices=[1, 'two'])", "parameter \"x\": choice 'two' is not an int"),
     ("x: Literal['a', 1]", "parameter \"x\": unsupported type Literal['a', 1]: Literal values "
                            "must be all str or all int"),
-    ("x: int = 'five'", 'parameter "x": the default breaks its own declaration: "five" is not '
-                        'of type "integer"'),
+    ("x: int = 'five'", 'parameter "x": the default is invalid for its own declaration: '
+                        '"five" is not of type "integer"'),
     ("*args: int", 'parameter "args": *args and **kwargs cannot be inputs'),
     ("x: int, /", 'parameter "x": is positional-only (before `/`); inputs are passed by name'),
 ])
