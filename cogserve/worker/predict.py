@@ -34,6 +34,8 @@ from cogserve.worker.transfers import StopReason, Transfers
 if TYPE_CHECKING:
     import asyncio
 
+    from cogserve.worker.batch import Batch
+
 Send = Callable[[protocol.Message], None]
 
 
@@ -60,6 +62,9 @@ class Job:
         self._tmpdir: pathlib.Path | None = None
         self.opened: list[Any] = []
         self.files_sent = False
+        # a batch member cancelled mid-call: the call may still read its input files;
+        # they go with the batch's cleanup, not with its terminal frame
+        self.keep_folder = False
         self.span: Any = None  # with tracing on: (span, context token), see worker/tracing.py
         self.transfers: Transfers | None = None  # downloads of file inputs, if any
 
@@ -100,6 +105,8 @@ class Job:
         file output was reported, the parent still has to read it (uploads may be under
         way), so the terminal message names the folder and the parent removes it.
         """
+        if self.keep_folder:
+            return
         for handle in self.opened:
             try:
                 handle.close()
@@ -210,7 +217,7 @@ class Cancels:
     is not kept for a new prediction that reuses the id)."""
 
     def __init__(self) -> None:
-        self.current: Job | None = None  # the sync job on the main thread
+        self.current: Job | Batch | None = None  # the sync job (or batch) on the main thread
         self._early: dict[str, float] = {}  # id -> when
         self._finished: OrderedDict[str, float] = OrderedDict()  # id -> when, oldest first
         self._finished_lock = threading.Lock()  # threaded sync train() jobs end off-loop
@@ -235,6 +242,11 @@ class Cancels:
 
     def cancel_sync(self, prediction_id: str) -> None:
         """Called from the control thread: interrupt the main thread's run() if it is ours."""
+        current = self.current
+        if current is not None and not isinstance(current, Job) and current.owns(prediction_id):
+            if current.cancel_member(prediction_id) and current.in_user_code:
+                self.interrupt(current)
+            return
         job = self.current
         if job is None or job.id != prediction_id:
             self.remember_early(prediction_id)
@@ -247,11 +259,16 @@ class Cancels:
             job.loop.call_soon_threadsafe(job.task.cancel)
             return
         if job.in_user_code:
-            _signal_main()
-            threading.Thread(target=self._redeliver, args=(job,), daemon=True,
-                             name="cogserve-cancel").start()
+            self.interrupt(job)
 
-    def _redeliver(self, job: Job) -> None:
+    def interrupt(self, job: Job | Batch) -> None:
+        """Raise CancelationException in the main thread's run() (signalling again while
+        the handler had to defer)."""
+        _signal_main()
+        threading.Thread(target=self._redeliver, args=(job,), daemon=True,
+                         name="cogserve-cancel").start()
+
+    def _redeliver(self, job: Job | Batch) -> None:
         """Signal again while the handler had to defer, until run() got its exception."""
         while self.current is job and not job.cancel_raised:
             time.sleep(0.02)
@@ -308,7 +325,8 @@ def _signal_main() -> None:
     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
 
 
-def _enter_user(job: Job) -> None:
+def enter_user(job: Job | Batch) -> None:
+    """Entering the model's code: a cancel that came before raises now."""
     job.in_user_code = True
     if job.cancel_requested and not job.cancel_raised:
         job.cancel_raised = True
@@ -327,7 +345,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
     try:
         kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened,
                                 job.downloads, job.new_transfers)
-        _enter_user(job)
+        enter_user(job)
         raised_in = RaisedIn.RUN
         result = model.run(**kwargs)
         if spec.iterator:
@@ -342,7 +360,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
                 job.logs.flush()
                 job.send(protocol.output(job.id, outputs.encode_output(item, spec.type)))
                 try:
-                    _enter_user(job)
+                    enter_user(job)
                 except CancelationException as exc:
                     _throw(iterator, exc)
                     raise
@@ -394,7 +412,7 @@ async def run_async(model: LoadedModel, job: Job) -> None:
     raised_in: RaisedIn | None = None  # not yet the model's code
     try:
         raw = job.raw_input()
-        if _has_files(model):
+        if has_files(model):
             kwargs = await loop.run_in_executor(  # in this context: logs, trace
                 None, contextvars.copy_context().run, inputs.prepare, model.signature, raw,
                 job.tmpdir, job.opened, job.downloads, job.new_transfers)
@@ -491,7 +509,7 @@ async def _raise_in_thread(job: Job) -> None:
     import ctypes
 
     while job.thread_id is not None and not job.cancel_raised:
-        if not job.in_user_code:  # _enter_user raises at the next step into user code
+        if not job.in_user_code:  # enter_user raises at the next step into user code
             return
         frame = sys._current_frames().get(job.thread_id)
         if frame is not None and not _in_critical_section(frame):
@@ -502,7 +520,7 @@ async def _raise_in_thread(job: Job) -> None:
         await asyncio.sleep(0.02)
 
 
-def _has_files(model: LoadedModel) -> bool:
+def has_files(model: LoadedModel) -> bool:
     for spec in model.signature.inputs:
         t = spec.type.item if spec.type.kind == TypeKind.LIST and spec.type.item else spec.type
         if t.kind in (TypeKind.PATH, TypeKind.FILE):
