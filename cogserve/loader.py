@@ -129,9 +129,6 @@ def batch_limits(run: Any, mode: Mode) -> BatchLimits | None:
     if inspect.isasyncgenfunction(run) or inspect.isgeneratorfunction(run):
         raise DefinitionError(f"{where}: run() is a generator; a batched run() returns "
                               "the list of outputs (one per request), it cannot yield")
-    if is_streaming(run):
-        raise DefinitionError(f"{where}: cannot be combined with @streaming (a batched "
-                              "run() returns whole outputs)")
     if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
         raise DefinitionError(f"{where}(max_size={max_size!r}): max_size must be an integer "
                               "of at least 1 (the largest batch)")

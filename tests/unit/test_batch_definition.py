@@ -46,6 +46,19 @@ def test_a_batched_run_serves_the_per_request_signature(tmp_path: pathlib.Path) 
     assert sig.output.type.kind == TypeKind.STR and sig.output.iterator is None
 
 
+def test_a_batched_run_may_stream_its_events(tmp_path: pathlib.Path) -> None:
+    """@streaming serves SSE (start, logs, metrics, completed) per request; only an
+    iterator output is refused, since a batched run() returns whole outputs."""
+    model = load(tmp_path, """
+        class Runner(BaseRunner):
+            @streaming
+            @batch(max_size=4)
+            def run(self, text: list[str]) -> list[str]:
+                return text
+        """)
+    assert model.streaming and model.batch is not None  # type: ignore[attr-defined]
+
+
 def test_an_unbatched_run_has_no_limits(tmp_path: pathlib.Path) -> None:
     model = load(tmp_path, """
         class Runner(BaseRunner):
@@ -103,16 +116,15 @@ def test_an_unbatched_run_has_no_limits(tmp_path: pathlib.Path) -> None:
     ("""
      class Runner(BaseRunner):
          @batch(max_size=4)
+         def run(self, text: list[str]) -> list[AsyncIterator[str]]:
+             return text
+     """, "@batch: run() returns one list of outputs, not an iterator per item"),
+    ("""
+     class Runner(BaseRunner):
+         @batch(max_size=4)
          async def run(self, text: list[str]) -> AsyncIterator[list[str]]:
              yield text
      """, "@batch: run() is a generator; a batched run() returns the list of outputs"),
-    ("""
-     class Runner(BaseRunner):
-         @streaming
-         @batch(max_size=4)
-         def run(self, text: list[str]) -> list[str]:
-             return text
-     """, "@batch: cannot be combined with @streaming"),
 ])
 def test_bad_declarations_are_refused_at_load_time(tmp_path: pathlib.Path, body: str,
                                                    expected: str) -> None:
