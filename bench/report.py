@@ -24,6 +24,7 @@ from bench.systems import (
     COGSERVE,
     COGSERVE_METRICS_OFF,
     COGSERVE_ONE_WORKER,
+    COGSERVE_UNBATCHED,
     FLOOR,
     MLSERVER,
     REFERENCE,
@@ -31,9 +32,11 @@ from bench.systems import (
 
 NAMES = {COGSERVE: "cogserve", COGSERVE_METRICS_OFF: "cogserve, metrics off (COGSERVE_METRICS=0)",
          COGSERVE_ONE_WORKER: "cogserve --workers 1 --queue-size 64",
+         COGSERVE_UNBATCHED: "cogserve, the model without @batch (--queue-size 64)",
          REFERENCE: "reference (Cog 0.23.1 + coglet 0.23.1)",
          MLSERVER: "MLServer 1.7.1", FLOOR: "floor (bare ASGI on uvicorn)",
-         "litserve": "LitServe 0.2.19 (workers_per_device=2)"}
+         "litserve": "LitServe 0.2.19 (9: workers_per_device=2; 11: max_batch_size=16, "
+                     "batch_timeout=5 ms)"}
 
 
 @dataclass

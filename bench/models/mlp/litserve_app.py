@@ -41,6 +41,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    server = ls.LitServer(BatchedMLP(), accelerator="cpu", devices=1, workers_per_device=1,
-                          max_batch_size=MAX_BATCH, batch_timeout=WAIT_S, timeout=60)
+    api = BatchedMLP(max_batch_size=MAX_BATCH, batch_timeout=WAIT_S)
+    server = ls.LitServer(api, accelerator="cpu", devices=1, workers_per_device=1, timeout=60)
     server.run(host="127.0.0.1", port=args.port, generate_client_file=False)
