@@ -203,8 +203,8 @@ def batch(fn: _F | None = None, *, max_size: int = 16,
     request, in order) and run() returns a list of outputs in that same order.
 
     cogserve's addition to Cog's API. The server gathers up to `max_size` waiting
-    predictions, waiting at most `max_wait` seconds for a batch to fill once one is
-    waiting, and calls run() once for them; the HTTP API, the schema and validation stay
+    predictions, waiting at most `max_wait` seconds for a batch to fill once a slot is
+    free, and calls run() once for them; the HTTP API, the schema and validation stay
     per request (`list[str]` parameters are `str` inputs). The names follow the peers'
     (LitServe's `max_batch_size` / `batch_timeout`, Ray Serve's `@serve.batch(
     max_batch_size, batch_wait_timeout_s)`) in Cog's shorter style (`@concurrent(max=)`).
