@@ -203,7 +203,8 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
             os._exit(0)
         kind = message.get(protocol.KIND)
         if kind == ToWorker.BATCH:
-            batching.run_sync(model, _batch(message, send, router, cancels, downloads), cancels)
+            batch = batching.Batch(message["items"], data, router, cancels, downloads)
+            batching.run_sync(model, batch, cancels)
         elif kind == ToWorker.PREDICT:
             job = predict.Job(message, send, router, cancels, downloads)
             if message.get("mode") == Mode.TRAIN and trainer is not None:
@@ -213,12 +214,6 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
                     predict.run_sync(trainer, job)
             else:
                 predict.run_sync(model, job)
-
-
-def _batch(message: protocol.Message, send: predict.Send, router: Router,
-           cancels: predict.Cancels, downloads: Downloads) -> batching.Batch:
-    return batching.Batch([predict.Job(item, send, router, cancels, downloads)
-                           for item in message["items"]])
 
 
 def _control_loop(control: SyncChannel, handle: Any) -> None:
@@ -268,7 +263,7 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     downloads = Downloads()
 
     def start_batch(message: protocol.Message) -> None:
-        batch = _batch(message, send, router, cancels, downloads)
+        batch = batching.Batch(message["items"], data, router, cancels, downloads)
         for job in batch.jobs:
             batches[job.id] = batch
         batch.task = loop.create_task(batching.run_async(model, batch))

@@ -16,7 +16,7 @@ from cogserve.protocol import FromWorker, Mode
 from cogserve.worker import batch as batching
 from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogTarget, RoutedStream, Router
-from cogserve.worker.predict import Cancels, Job
+from cogserve.worker.predict import Cancels
 
 
 @pytest.fixture(autouse=True)
@@ -37,16 +37,33 @@ def model(tmp_path: pathlib.Path, run_body: str) -> LoadedModel:
     return load_model("run.py:Runner", tmp_path)
 
 
-def run_batch(loaded: LoadedModel, values: list[int]) -> list[protocol.Message]:
-    sent: list[protocol.Message] = []
+class Channel:
+    """The worker's data channel, recording: each write is a list of frames."""
+
+    def __init__(self) -> None:
+        self.writes: list[list[protocol.Message]] = []
+
+    def send(self, message: protocol.Message) -> None:
+        self.writes.append([message])
+
+    def send_many(self, messages: list[protocol.Message]) -> None:
+        self.writes.append(list(messages))
+
+    def sent(self) -> list[protocol.Message]:
+        return [message for write in self.writes for message in write]
+
+
+def run_batch(loaded: LoadedModel, values: list[int],
+              channel: Channel | None = None) -> list[protocol.Message]:
+    channel = channel or Channel()
     router, cancels, downloads = Router(LogTarget(lambda s, d: None)), Cancels(), Downloads()
     sys.stdout = RoutedStream("stdout", router)  # as the worker's capture_output does
-    jobs = [Job(protocol.predict(f"p{i}", {"x": v}, Mode.PREDICT), sent.append, router,
-                cancels, downloads) for i, v in enumerate(values)]
+    items = [protocol.predict(f"p{i}", {"x": v}, Mode.PREDICT) for i, v in enumerate(values)]
     loaded.instance.cancels = cancels  # the model plays the control thread in one test
-    batching.run_sync(loaded, batching.Batch(jobs), cancels)
+    batching.run_sync(loaded, batching.Batch(items, channel, router, cancels, downloads),
+                      cancels)
     assert cancels.current is None
-    return sent
+    return channel.sent()
 
 
 def terminal(sent: list[protocol.Message]) -> dict[str, protocol.Message]:
@@ -70,6 +87,12 @@ def test_one_call_for_the_batch_and_each_member_gets_its_own_output(
         assert {"t": "log", "source": "stdout", "data": "batch of 3\n", "id": member} in sent
         assert {"t": "metric", "name": "size", "value": 3, "mode": "replace",
                 "id": member} in sent
+
+
+def test_the_outputs_of_a_call_leave_in_one_write(tmp_path: pathlib.Path) -> None:
+    channel = Channel()
+    run_batch(model(tmp_path, "return x"), [1, 2, 3], channel)
+    assert [[m["id"] for m in write] for write in channel.writes] == [["p0", "p1", "p2"]]
 
 
 def test_an_exception_object_in_the_list_fails_that_member_alone(
@@ -124,12 +147,12 @@ def test_a_cancel_before_the_call_leaves_the_member_out(tmp_path: pathlib.Path) 
     loaded = model(tmp_path, """
         return [len(x)] * len(x)
         """)
-    sent: list[protocol.Message] = []
+    channel = Channel()
     router, cancels, downloads = Router(LogTarget(lambda s, d: None)), Cancels(), Downloads()
     cancels.remember_early("p0")  # a cancel that overtook the batch message
-    jobs = [Job(protocol.predict(f"p{i}", {"x": i}, Mode.PREDICT), sent.append, router,
-                cancels, downloads) for i in range(3)]
-    batching.run_sync(loaded, batching.Batch(jobs), cancels)
-    ends = terminal(sent)
+    items = [protocol.predict(f"p{i}", {"x": i}, Mode.PREDICT) for i in range(3)]
+    batching.run_sync(loaded, batching.Batch(items, channel, router, cancels, downloads),
+                      cancels)
+    ends = terminal(channel.sent())
     assert ends["p0"][protocol.KIND] == FromWorker.CANCELLED
     assert (ends["p1"]["output"], ends["p2"]["output"]) == (2, 2)  # a call of two
