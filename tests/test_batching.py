@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import Server
+from harness import Server, write_model
 from test_sse import read_all
 
 ASYNC = {"Prefer": "respond-async"}
@@ -388,3 +388,41 @@ def test_each_worker_runs_batches_of_its_own(serve, tmp_path):
     inner.touch()
     assert [final(srv, t)["output"] for t in texts] == [t.upper() for t in texts]
     assert (first["pid"], second["pid"]) == (holders[0], holders[1])
+
+
+ASYNC_MODEL = '''
+import asyncio, json, os, pathlib
+
+from cogserve import BaseRunner, batch
+
+
+class Runner(BaseRunner):
+    @batch(max_size=4, max_wait=0.05)
+    async def run(self, text: list[str], gate: list[str] = "") -> list[str]:
+        with open(os.environ["BATCH_LOG"], "a") as log:
+            log.write(json.dumps({"pid": os.getpid(), "texts": text}) + "\\n")
+        for path in filter(None, gate):
+            while not pathlib.Path(path).exists():
+                await asyncio.sleep(0.005)
+        return [t.upper() for t in text]
+'''
+
+
+def test_an_async_run_batches_and_cancels_the_same_way(serve, tmp_path):
+    log = tmp_path / "calls.jsonl"
+    srv = serve(write_model(tmp_path / "model", ASYNC_MODEL), env={"BATCH_LOG": str(log)})
+    calls = Calls(log)
+    gate = hold(srv, calls, tmp_path, "hold-as")
+    inner = tmp_path / "inner"
+    submit(srv, "as1", input={"text": "as1", "gate": str(inner)})
+    submit(srv, "as2", input={"text": "as2"})
+    submit(srv, "as3", input={"text": "as3"})
+    gate.touch()
+    calls.wait_for_batch(["as1", "as2", "as3"])
+    r = srv.client.post("/predictions/as2/cancel")  # one member: it alone ends
+    assert (r.status_code, r.json()["status"]) == (200, "canceled")
+    assert srv.client.get("/predictions/as3").json()["status"] not in FINAL  # still in it
+    for pid in ("as1", "as3"):  # the last ones: the call itself is cancelled
+        r = srv.client.post(f"/predictions/{pid}/cancel")
+        assert (r.status_code, r.json()["status"]) == (200, "canceled")
+    assert srv.predict(text="after").json()["output"] == "AFTER"
