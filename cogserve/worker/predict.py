@@ -20,7 +20,7 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cogserve import ipc, protocol
 from cogserve.exceptions import CancelationException, FetchError
@@ -34,9 +34,21 @@ from cogserve.worker.transfers import StopReason, Transfers
 if TYPE_CHECKING:
     import asyncio
 
-    from cogserve.worker.batch import Batch
-
 Send = Callable[[protocol.Message], None]
+
+
+class BatchCall(Protocol):
+    """A `@batch` run() call in progress (`worker/batch.py`'s `Batch`), as the cancel
+    machinery sees it: a Job's flags, and its members' cancels."""
+
+    cancel_requested: bool
+    in_user_code: bool
+    cancel_raised: bool
+    cancel_deferred: bool
+
+    def owns(self, prediction_id: str) -> bool: ...
+
+    def cancel_member(self, prediction_id: str) -> bool: ...
 
 
 class Job:
@@ -217,7 +229,7 @@ class Cancels:
     is not kept for a new prediction that reuses the id)."""
 
     def __init__(self) -> None:
-        self.current: Job | Batch | None = None  # the sync job (or batch) on the main thread
+        self.current: Job | BatchCall | None = None  # the sync job (or batch) on the main thread
         self._early: dict[str, float] = {}  # id -> when
         self._finished: OrderedDict[str, float] = OrderedDict()  # id -> when, oldest first
         self._finished_lock = threading.Lock()  # threaded sync train() jobs end off-loop
@@ -243,32 +255,39 @@ class Cancels:
     def cancel_sync(self, prediction_id: str) -> None:
         """Called from the control thread: interrupt the main thread's run() if it is ours."""
         current = self.current
-        if current is not None and not isinstance(current, Job) and current.owns(prediction_id):
+        if current is None or not self._cancel_current(current, prediction_id):
+            self.remember_early(prediction_id)
+            current = self.current  # it may have started meanwhile
+            if current is not None:
+                self._cancel_current(current, prediction_id)
+
+    def _cancel_current(self, current: Job | BatchCall, prediction_id: str) -> bool:
+        """Cancel `prediction_id` if the main thread runs it (alone or in a batch)."""
+        if not isinstance(current, Job):
+            if not current.owns(prediction_id):
+                return False
             if current.cancel_member(prediction_id) and current.in_user_code:
                 self.interrupt(current)
-            return
-        job = self.current
-        if job is None or job.id != prediction_id:
-            self.remember_early(prediction_id)
-            job = self.current  # it may have started meanwhile
-            if job is None or job.id != prediction_id:
-                return
-        job.cancel_requested = True
-        job.stop_transfers()
-        if job.task is not None and job.loop is not None:  # an async train() on the main thread
-            job.loop.call_soon_threadsafe(job.task.cancel)
-            return
-        if job.in_user_code:
-            self.interrupt(job)
+            return True
+        if current.id != prediction_id:
+            return False
+        current.cancel_requested = True
+        current.stop_transfers()
+        if current.task is not None and current.loop is not None:
+            # an async train() on the main thread
+            current.loop.call_soon_threadsafe(current.task.cancel)
+        elif current.in_user_code:
+            self.interrupt(current)
+        return True
 
-    def interrupt(self, job: Job | Batch) -> None:
+    def interrupt(self, job: Job | BatchCall) -> None:
         """Raise CancelationException in the main thread's run() (signalling again while
         the handler had to defer)."""
         _signal_main()
         threading.Thread(target=self._redeliver, args=(job,), daemon=True,
                          name="cogserve-cancel").start()
 
-    def _redeliver(self, job: Job | Batch) -> None:
+    def _redeliver(self, job: Job | BatchCall) -> None:
         """Signal again while the handler had to defer, until run() got its exception."""
         while self.current is job and not job.cancel_raised:
             time.sleep(0.02)
@@ -325,7 +344,7 @@ def _signal_main() -> None:
     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
 
 
-def enter_user(job: Job | Batch) -> None:
+def enter_user(job: Job | BatchCall) -> None:
     """Entering the model's code: a cancel that came before raises now."""
     job.in_user_code = True
     if job.cancel_requested and not job.cancel_raised:
