@@ -226,7 +226,7 @@ class _ServiceState(Collector):
         yield GaugeMetricFamily("cogserve_workers_ready", "Worker processes ready to serve",
                                 value=capacity.workers_ready)
         yield GaugeMetricFamily("cogserve_queue_length", "Predictions waiting for a slot "
-                                "(always 0 without --queue-size)",
+                                "(the --queue-size queue, or a @batch model's waiting area)",
                                 value=capacity.queue_length)
         health = GaugeMetricFamily("cogserve_health_state", "1 for the server's health state "
                                    "(as /health-check reports it), 0 for the others",
