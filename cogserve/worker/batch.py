@@ -65,13 +65,12 @@ class Batch:
         self.live: list[Job] = []  # those of them that have not ended
         self.running = False  # the run() call has been made
         self._lock = threading.Lock()  # the control thread ends members too
-        # the same flags as a Job's, for the signal handler and the async task
+        # the same flags as a Job's, for the signal handler (`predict.BatchCall`)
         self.cancel_requested = False
         self.in_user_code = False
         self.cancel_raised = False
         self.cancel_deferred = False
         self.task: asyncio.Task[Any] | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.logs = LogTarget(self._log)
         contexts = [job.message.get("context") or {} for job in jobs]
         shared = contexts[0] if all(c == contexts[0] for c in contexts) else {}
@@ -97,10 +96,6 @@ class Batch:
 
     def owns(self, prediction_id: str) -> bool:
         return prediction_id in self._ids
-
-    def stop_transfers(self) -> None:
-        for job in self.jobs:
-            job.stop_transfers()
 
     def cancel_member(self, prediction_id: str) -> bool:
         """A cancel for one member. Returns True when the run() call itself must now be
