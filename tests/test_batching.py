@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -426,3 +427,37 @@ def test_an_async_run_batches_and_cancels_the_same_way(serve, tmp_path):
         r = srv.client.post(f"/predictions/{pid}/cancel")
         assert (r.status_code, r.json()["status"]) == (200, "canceled")
     assert srv.predict(text="after").json()["output"] == "AFTER"
+
+
+FILES_MODEL = '''
+import json, os
+
+from cogserve import BaseRunner, Path, batch
+
+
+class Runner(BaseRunner):
+    @batch(max_size=2, max_wait=30)  # leaves when both requests are in, however slow
+    def run(self, doc: list[Path]) -> list[str]:
+        with open(os.environ["BATCH_LOG"], "a") as log:
+            log.write(json.dumps({"pid": os.getpid(), "texts": [p.name for p in doc]}) + "\\n")
+        return [p.read_text() for p in doc]
+'''
+
+
+def test_a_file_input_that_cannot_be_fetched_fails_only_its_request(serve, tmp_path):
+    log = tmp_path / "calls.jsonl"
+    srv = serve(write_model(tmp_path / "model", FILES_MODEL), env={"BATCH_LOG": str(log)})
+    calls = Calls(log)
+    with socket.socket() as closed:  # a port nobody listens on: the download is refused
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}/gone.txt"
+    submit(srv, "f1", input={"doc": "data:text/plain;base64,aGVsbG8="})
+    submit(srv, "f2", input={"doc": dead})
+    good, bad = final(srv, "f1"), final(srv, "f2")
+    assert (good["status"], good["output"]) == ("succeeded", "hello")
+    assert bad["status"] == "failed" and "gone.txt" in bad["error"], bad
+    metrics = srv.client.get("/metrics").text
+    formed = [re.search(rf"^cogserve_batch_size_{k} (\S+)$", metrics, re.M).group(1)
+              for k in ("count", "sum")]
+    assert formed == ["1.0", "2.0"]  # one batch of both left for the worker ...
+    assert [len(b) for b in calls.batches()] == [1]  # ... and run() was called without it
