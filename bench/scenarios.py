@@ -620,7 +620,7 @@ class MLPBatch(CPUPool):
         Scenario.prepare(self, ctx)
 
     def args(self, system: str, ctx: Context) -> list[str]:
-        return BATCHED_ARGS if system == COGSERVE else []
+        return BATCHED_ARGS if system in OURS else []
 
     def body(self) -> pathlib.Path:
         return body_file("mlp-seed.json", lambda: b'{"input":{"seed":7}}')
