@@ -26,10 +26,11 @@ VENVS = CACHE / "venvs"
 PACKAGES: dict[str, list[str]] = {
     # numpy: the V2 sum model (bench/models/v2_sum) needs it
     "cogserve": ["-e", str(REPO), "py-spy>=0.3.14", "numpy>=1.24"],
-    "reference": ["cog==0.23.1", "coglet==0.23.1"],
+    # numpy: the MLP of the batching scenario (bench/models/mlp)
+    "reference": ["cog==0.23.1", "coglet==0.23.1", "numpy>=1.24"],
     # uvloop 0.22+ breaks MLServer 1.7.1's worker pool (get_event_loop() in a fresh process)
     "mlserver": ["mlserver==1.7.1", "uvloop<0.22"],
-    "litserve": ["litserve==0.2.19"],  # scenario 9's peer
+    "litserve": ["litserve==0.2.19", "numpy>=1.24"],  # scenarios 9 and 11's peer
 }
 
 

@@ -24,16 +24,20 @@ from bench.systems import (
     COGSERVE,
     COGSERVE_METRICS_OFF,
     COGSERVE_ONE_WORKER,
+    COGSERVE_UNBATCHED,
     FLOOR,
+    LITSERVE,
     MLSERVER,
     REFERENCE,
 )
 
 NAMES = {COGSERVE: "cogserve", COGSERVE_METRICS_OFF: "cogserve, metrics off (COGSERVE_METRICS=0)",
          COGSERVE_ONE_WORKER: "cogserve --workers 1 --queue-size 64",
+         COGSERVE_UNBATCHED: "cogserve, the model without @batch (--queue-size 64)",
          REFERENCE: "reference (Cog 0.23.1 + coglet 0.23.1)",
          MLSERVER: "MLServer 1.7.1", FLOOR: "floor (bare ASGI on uvicorn)",
-         "litserve": "LitServe 0.2.19 (workers_per_device=2)"}
+         "litserve": "LitServe 0.2.19 (9: workers_per_device=2; 11: max_batch_size=16, "
+                     "batch_timeout=5 ms)"}
 
 
 @dataclass
@@ -218,6 +222,7 @@ def targets(results: Results, baseline: str | None = None) -> list[str]:
 
     rows += _pool_targets(results)
     rows += _baseline_targets(results, baseline or "the baseline")
+    rows += _batch_targets(results)
     lines = ["| target | met | ratio |", "|---|---|---|"]
     for text, ok, ratio in rows:
         verdict = "not measured" if ok is None else ("**met**" if ok else "**not met**")
@@ -291,6 +296,24 @@ def _pool_targets(results: Results) -> list[Row]:
     rows.append(("Scenario 9: zero non-2xx with --queue-size 64 (issue 14)",
                  None if not errors else max(errors) == 0,
                  f"non-2xx in all rounds: {int(sum(errors))}" if errors else "not measured"))
+    return rows
+
+
+def _batch_targets(results: Results) -> list[tuple[str, bool | None, str]]:
+    """Scenario 11 (issue 26): @batch against the same model unbatched and LitServe's
+    batching, with each one's p99."""
+    figure, p99 = "successful req/s", "p99, all responses"
+    ours = _median(results, "mlp_batch", COGSERVE, figure)
+    rows: list[tuple[str, bool | None, str]] = []
+    for system, factor, name in ((COGSERVE_UNBATCHED, 2.5, "cogserve unbatched"),
+                                 (LITSERVE, 1.2, "LitServe with batching")):
+        theirs = _median(results, "mlp_batch", system, figure)
+        ratio = "not measured"
+        if ours is not None and theirs:
+            ratio = (f"{ours / theirs:.2f}x; p99 {_median(results, 'mlp_batch', COGSERVE, p99):.3g}"
+                     f" vs {_median(results, 'mlp_batch', system, p99):.3g} ms")
+        rows.append((f"Scenario 11: @batch ≥ {factor}x {name}, successful req/s (issue 26)",
+                     None if ours is None or not theirs else ours >= factor * theirs, ratio))
     return rows
 
 

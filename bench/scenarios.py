@@ -26,6 +26,7 @@ from bench.systems import (
     COGSERVE,
     COGSERVE_METRICS_OFF,
     COGSERVE_ONE_WORKER,
+    COGSERVE_UNBATCHED,
     FLOOR,
     LITSERVE,
     MLSERVER,
@@ -592,6 +593,39 @@ class CPUPool(_WrkScenario):
                 "p99, all responses": r.p99_ms, "non-2xx": float(r.non_2xx + r.socket_errors)}
 
 
+BATCHED_ARGS = ["--queue-size", "64", "--predictor", "batched.py:Runner"]
+
+
+class MLPBatch(CPUPool):
+    """16 clients on a numpy MLP that gains from batching on a CPU (issue 26).
+
+    `cogserve` serves bench/models/mlp/batched.py (`@batch(max_size=16, max_wait=0.005)`)
+    with --queue-size 64; `cogserve-unbatched` the same folder's one-request run.py with
+    the same queue; LitServe its batching with the same limits (litserve_app.py); the
+    reference run.py, one request at a time (Cog has no batching, and without a queue
+    it answers 409 to the requests that find its slot busy).
+    """
+
+    key = "mlp_batch"
+    number = "11"
+    title = ("numpy MLP 2048-4096-1000, 16 clients; cogserve @batch(max_size=16, "
+             "max_wait=5 ms) vs unbatched, LitServe batching, the reference")
+    model = "mlp"
+    connections = 16
+    systems = (COGSERVE, COGSERVE_UNBATCHED, LITSERVE, REFERENCE)
+
+    def prepare(self, ctx: Context) -> None:
+        if not (self.model_dir(COGSERVE) / "litserve_app.py").exists():
+            raise Unavailable("bench/models/mlp/litserve_app.py is missing")
+        Scenario.prepare(self, ctx)
+
+    def args(self, system: str, ctx: Context) -> list[str]:
+        return BATCHED_ARGS if system in OURS else []
+
+    def body(self) -> pathlib.Path:
+        return body_file("mlp-seed.json", lambda: b'{"input":{"seed":7}}')
+
+
 def _soak() -> Scenario:
     from bench.soak import Soak  # imports this module: loaded after it
 
@@ -601,5 +635,5 @@ def _soak() -> Scenario:
 ALL: tuple[Scenario, ...] = (
     NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), FileDataURL(),
     FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(), V2Binary(), CPUPool(),
-    _soak(),
+    _soak(), MLPBatch(),
 )

@@ -26,6 +26,7 @@ COGSERVE = "cogserve"
 COGSERVE_METRICS_OFF = "cogserve-metrics-off"
 COGSERVE_ONE_WORKER = "cogserve-one-worker"
 BASELINE = "baseline"  # cogserve at --baseline REF: started exactly as cogserve is
+COGSERVE_UNBATCHED = "cogserve-unbatched"  # the batching scenario's model without @batch
 REFERENCE = "reference"
 MLSERVER = "mlserver"
 LITSERVE = "litserve"
@@ -46,6 +47,7 @@ VARIANTS = {
     COGSERVE_METRICS_OFF: Variant(env={"COGSERVE_METRICS": "0"}),
     # scenario 9: what a second worker adds (issue 14: cogserve there runs --workers 2)
     COGSERVE_ONE_WORKER: Variant(args=("--workers", "1", "--queue-size", "64")),
+    COGSERVE_UNBATCHED: Variant(args=("--queue-size", "64")),
 }
 ALL = (COGSERVE, *VARIANTS, REFERENCE, MLSERVER, LITSERVE, FLOOR)
 OURS = (COGSERVE, BASELINE)  # the two builds of cogserve: same arguments, same checks

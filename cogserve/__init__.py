@@ -5,7 +5,7 @@ importable as `cog`, so models written for Cog run unmodified.
 """
 
 from cogserve.exceptions import CancelationException
-from cogserve.runner import BasePredictor, BaseRunner, Input, concurrent, streaming
+from cogserve.runner import BasePredictor, BaseRunner, Input, batch, concurrent, streaming
 from cogserve.scope import current_scope
 from cogserve.types import (
     AsyncConcatenateIterator,
@@ -34,6 +34,7 @@ __all__ = [
     "Secret",
     "Tensor",
     "__version__",
+    "batch",
     "concurrent",
     "current_scope",
     "streaming",

@@ -47,6 +47,12 @@ class SyncChannel:
         with self._lock:
             self.sock.sendall(data)
 
+    def send_many(self, messages: list[Message]) -> None:
+        """Several frames in one write (a batch's terminal frames)."""
+        data = b"".join([encode(message) for message in messages])
+        with self._lock:
+            self.sock.sendall(data)
+
     def recv(self) -> Message | None:
         header = self._rfile.read(4)
         if len(header) < 4:

@@ -7,6 +7,7 @@ Runs only in processes that are allowed to import the model (the worker, and the
 from __future__ import annotations
 
 import inspect
+import math
 import pathlib
 import sys
 from dataclasses import dataclass
@@ -15,7 +16,14 @@ from typing import Any
 from cogserve.exceptions import DefinitionError
 from cogserve.model_import import import_ref
 from cogserve.protocol import Mode
-from cogserve.runner import BasePredictor, declared_concurrency, is_streaming, user_defines
+from cogserve.runner import (
+    BasePredictor,
+    BatchLimits,
+    declared_batch,
+    declared_concurrency,
+    is_streaming,
+    user_defines,
+)
 from cogserve.signature import read_signature
 from cogserve.specs import Signature
 
@@ -34,6 +42,7 @@ class LoadedModel:
     streaming: bool
     concurrency: int | None  # from @concurrent
     deprecated_predict: bool
+    batch: BatchLimits | None = None  # from @batch: run() takes lists
 
 
 def install_cog_alias() -> None:
@@ -87,7 +96,8 @@ def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> 
         instance, run, setup, healthcheck = None, obj, None, None
     else:
         raise DefinitionError(f"{ref}: {obj!r} is neither a class nor a function")
-    signature = read_signature(run)
+    limits = batch_limits(run, mode)
+    signature = read_signature(run, batched=limits is not None)
     is_async = inspect.iscoroutinefunction(run) or inspect.isasyncgenfunction(run)
     conc = declared_concurrency(run)
     if conc is not None and conc > 1 and not is_async:
@@ -102,8 +112,31 @@ def load_model(ref: str, directory: pathlib.Path, mode: Mode = Mode.PREDICT) -> 
     return LoadedModel(
         ref=ref, instance=instance, run=run, setup=setup, healthcheck=healthcheck,
         signature=signature, is_async=is_async, streaming=is_streaming(run),
-        concurrency=conc, deprecated_predict=deprecated,
+        concurrency=conc, deprecated_predict=deprecated, batch=limits,
     )
+
+
+def batch_limits(run: Any, mode: Mode) -> BatchLimits | None:
+    """`@batch`'s limits, checked: a clear error at load time, naming the file."""
+    declared = declared_batch(run)
+    if declared is None:
+        return None
+    max_size, max_wait = declared
+    where = f"{_where(run)}: @batch"
+    if mode is Mode.TRAIN:
+        raise DefinitionError(f"{where}: only run() can take a batch; train() runs one "
+                              "training at a time")
+    if inspect.isasyncgenfunction(run) or inspect.isgeneratorfunction(run):
+        raise DefinitionError(f"{where}: run() is a generator; a batched run() returns "
+                              "the list of outputs (one per request), it cannot yield")
+    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
+        raise DefinitionError(f"{where}(max_size={max_size!r}): max_size must be an integer "
+                              "of at least 1 (the largest batch)")
+    if isinstance(max_wait, bool) or not isinstance(max_wait, int | float) \
+            or not math.isfinite(max_wait) or max_wait < 0:
+        raise DefinitionError(f"{where}(max_wait={max_wait!r}): max_wait must be a number of "
+                              "seconds of at least 0 (how long a batch may wait to fill)")
+    return BatchLimits(max_size, float(max_wait))
 
 
 def _where(obj: Any) -> str:

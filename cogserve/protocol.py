@@ -29,6 +29,7 @@ class ToWorker(StrEnum):
     """What the parent sends. PREDICT goes on the data channel, the rest on control."""
 
     PREDICT = "predict"  # {id, input | input=None + input_file, [mode: "train"]}
+    BATCH = "batch"  # {items: [PREDICT...]}: one run() call of a @batch model for them all
     CANCEL = "cancel"  # {id}
     HEALTHCHECK = "healthcheck"  # {id}: run the model's healthcheck()
     SHUTDOWN = "shutdown"  # exit now
@@ -128,6 +129,13 @@ def predict(prediction_id: str, raw_input: dict[str, Any], mode: Mode,
     return message
 
 
+def batch(items: list[Message]) -> Message:
+    """Predictions of a `@batch` model for one run() call, each a PREDICT message (built
+    by `predict`, spilled and traced as it would be alone). The worker answers each one
+    with its own frames and its own terminal message, as if it had run alone."""
+    return {KIND: ToWorker.BATCH, "items": items}
+
+
 def spill_input(message: Message, path: str) -> None:
     """Point a PREDICT message at a file that holds its input document."""
     message["input"] = None
@@ -155,15 +163,21 @@ def go() -> Message:
 
 def schema(document: dict[str, Any], *, is_async: bool, streaming: bool,
            concurrency: int | None, has_healthcheck: bool, deprecated_predict: bool,
-           versions: dict[str, str], descriptions: dict[str, str]) -> Message:
+           versions: dict[str, str], descriptions: dict[str, str],
+           batch: tuple[int, float] | None = None) -> Message:
     """`versions`: what runs the model, under the reference's `/health-check` keys
     (`python_sdk`: the `cog` version the model imports; `python`). `descriptions`: each
     entry point's docstring by `Mode` (the parent never imports the model, and Cog's
-    schema has no place for them; the MCP tools' descriptions)."""
-    return {KIND: FromWorker.SCHEMA, "schema": document, "is_async": is_async,
-            "streaming": streaming, "concurrency": concurrency,
-            "has_healthcheck": has_healthcheck, "deprecated_predict": deprecated_predict,
-            "versions": versions, "descriptions": descriptions}
+    schema has no place for them; the MCP tools' descriptions). `batch`: a `@batch`
+    run()'s (max_size, max_wait), present only then."""
+    message: Message = {KIND: FromWorker.SCHEMA, "schema": document, "is_async": is_async,
+                        "streaming": streaming, "concurrency": concurrency,
+                        "has_healthcheck": has_healthcheck,
+                        "deprecated_predict": deprecated_predict, "versions": versions,
+                        "descriptions": descriptions}
+    if batch is not None:
+        message["batch"] = {"max_size": batch[0], "max_wait": batch[1]}
+    return message
 
 
 def setup_log(source: str, data: str) -> Message:

@@ -1,4 +1,4 @@
-"""The model author's entry points: BaseRunner, Input(), @streaming and @concurrent."""
+"""The model author's entry points: BaseRunner, Input(), @streaming, @concurrent, @batch."""
 
 from __future__ import annotations
 
@@ -187,6 +187,46 @@ def concurrent(fn: _F | None = None, *, max: int = 1) -> _F | Callable[[_F], _F]
     if not callable(fn):
         raise TypeError("concurrent must be used as @concurrent or @concurrent(max=...)")
     return mark(fn)
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """What `@batch` declared: the largest batch and the longest wait for it to fill."""
+
+    max_size: int
+    max_wait: float
+
+
+def batch(fn: _F | None = None, *, max_size: int = 16,
+          max_wait: float = 0.01) -> _F | Callable[[_F], _F]:
+    """Declare that run() takes a batch: every parameter is a list (one value per
+    request, in order) and run() returns a list of outputs in that same order.
+
+    cogserve's addition to Cog's API. The server gathers up to `max_size` waiting
+    predictions, waiting at most `max_wait` seconds for a batch to fill once a slot is
+    free, and calls run() once for them; the HTTP API, the schema and validation stay
+    per request (`list[str]` parameters are `str` inputs). The names follow the peers'
+    (LitServe's `max_batch_size` / `batch_timeout`, Ray Serve's `@serve.batch(
+    max_batch_size, batch_wait_timeout_s)`) in Cog's shorter style (`@concurrent(max=)`).
+
+    An item of the returned list that is an exception object fails that request alone;
+    an exception raised by run() fails every request of the batch. The limits are
+    checked when the model loads (`loader.load_model`), where the error can name the file.
+    """
+
+    def mark(f: _F) -> _F:
+        f._cogserve_batch = (max_size, max_wait)  # type: ignore[attr-defined]
+        return f
+
+    if fn is None:
+        return mark
+    return mark(fn)
+
+
+def declared_batch(fn: Any) -> tuple[Any, Any] | None:
+    """The raw `(max_size, max_wait)` of `@batch`, unchecked, or None."""
+    declared: tuple[Any, Any] | None = getattr(_unwrap(fn), "_cogserve_batch", None)
+    return declared
 
 
 def is_streaming(fn: Any) -> bool:

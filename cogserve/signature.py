@@ -86,8 +86,12 @@ def _short(filename: str) -> str:
         return filename
 
 
-def read_signature(fn: Any, *, skip_self: bool = False) -> Signature:
-    """Describe the inputs and output of a bound method or function."""
+def read_signature(fn: Any, *, skip_self: bool = False, batched: bool = False) -> Signature:
+    """Describe the inputs and output of a bound method or function.
+
+    `batched` (`@batch`): every parameter is `list[T]` and the return `list[O]`; the
+    signature served is the per-request one, `T` and `O`.
+    """
     where = _Where(fn)
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -106,7 +110,8 @@ def read_signature(fn: Any, *, skip_self: bool = False) -> Signature:
                               name)
         if name not in hints:
             raise where.error("has no type annotation", name)
-        tspec = _input_type(hints[name], where, name)
+        hint = _batch_item(hints[name], where, name) if batched else hints[name]
+        tspec = _input_type(hint, where, name)
         default = param.default
         info = default if isinstance(default, FieldInfo) else FieldInfo(
             default=MISSING if default is inspect.Parameter.empty else default
@@ -132,8 +137,22 @@ def read_signature(fn: Any, *, skip_self: bool = False) -> Signature:
         order += 1
     if "return" not in hints:
         raise where.error("has no return type annotation (the output type is required)")
-    result.output = _output_type(hints["return"], where)
+    returned = _batch_item(hints["return"], where, None) if batched else hints["return"]
+    result.output = _output_type(returned, where)
+    if batched and result.output.iterator:
+        raise where.error("@batch: run() returns one list of outputs, not an iterator per "
+                          "item")
     return result
+
+
+def _batch_item(tp: Any, where: _Where, name: str | None) -> Any:
+    """`list[T]` -> `T` for a `@batch` run(): one value per request of the batch."""
+    base = typing.get_args(tp)[0] if typing.get_origin(tp) is typing.Annotated else tp
+    if typing.get_origin(base) in (list, collections.abc.Sequence) and typing.get_args(base):
+        return typing.get_args(base)[0]
+    what = f"is {_name(tp)}" if name else f"returns {_name(tp)}"
+    raise where.error(f"@batch: {what}; a batched run() takes list[T] for every input and "
+                      "returns list[T] (one item per request, in order)", name)
 
 
 # ---------------------------------------------------------------- input types

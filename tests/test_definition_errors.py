@@ -45,6 +45,11 @@ CASES = {
     "no_return": "run.py:7: Runner.run(): has no return type annotation (the output type is "
                  "required)",
     "no_annotation": 'run.py:7: Runner.run() parameter "text": has no type annotation',
+    "batch_not_list": 'run.py:7: Runner.run() parameter "n": @batch: is int; a batched run() '
+                      "takes list[T] for every input and returns list[T] (one item per "
+                      "request, in order)",
+    "batch_zero": "run.py:5: @batch(max_size=0): max_size must be an integer of at least 1 "
+                  "(the largest batch)",
 }
 
 
@@ -64,7 +69,8 @@ def test_cogserve_schema_fails_the_same_way(model):
     assert result.stderr.strip() == f"error: {CASES[model]}"
 
 
-@pytest.mark.parametrize("model", ["bad_default", "no_run", "import_error", "union_path"])
+@pytest.mark.parametrize("model", ["bad_default", "no_run", "import_error", "union_path",
+                                   "batch_zero"])
 def test_server_reports_it_in_health_check(serve, model):
     server = serve(ERRORS / model, wait="SETUP_FAILED")
     health = server.health()

@@ -20,7 +20,7 @@ from cogserve.cog import model as model
 from cogserve.cog import predictor as predictor
 from cogserve.cog import types as types
 from cogserve.exceptions import CancelationException
-from cogserve.runner import concurrent, streaming
+from cogserve.runner import batch, concurrent, streaming  # batch: cogserve's addition
 from cogserve.scope import current_scope as _current_scope
 from cogserve.types import Opaque, Tensor
 
@@ -106,4 +106,5 @@ __all__ = [
     "streaming",
     # cogserve's additions
     "Tensor",
+    "batch",
 ]

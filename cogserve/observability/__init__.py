@@ -64,8 +64,8 @@ class MetricsFeed:
     # a prediction's creation is not among them, so it costs metrics nothing
     EVENTS = (RuntimeEvent.WORKER_STARTED, RuntimeEvent.WORKER_EXITED,
               RuntimeEvent.SETUP_FINISHED, RuntimeEvent.PREDICTION_COMPLETED,
-              RuntimeEvent.WEBHOOK_ATTEMPT, RuntimeEvent.UPLOAD, RuntimeEvent.DOWNLOADS,
-              RuntimeEvent.SSE_CLIENT, RuntimeEvent.V2_INFERENCE)
+              RuntimeEvent.BATCH_FORMED, RuntimeEvent.WEBHOOK_ATTEMPT, RuntimeEvent.UPLOAD,
+              RuntimeEvent.DOWNLOADS, RuntimeEvent.SSE_CLIENT, RuntimeEvent.V2_INFERENCE)
 
     def __init__(self, service: Service, observer: RequestObserver,
                  options: ObservabilityOptions) -> None:

@@ -61,6 +61,9 @@ PREDICTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
                       300, 600, 1800, 3600)
 WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300)
 HTTP_BUCKETS = Histogram.DEFAULT_BUCKETS  # (.005 ... 10, +Inf), as the request histogram had
+BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# a batch's fill wait is bounded by max_wait (milliseconds) unless every slot is busy
+BATCH_WAIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
 
 
 class Metrics:
@@ -91,6 +94,15 @@ class Metrics:
         self.queue_wait = series.histogram(
             "cogserve_prediction_queue_wait_seconds", "Time from a prediction's creation to "
             "its start on a worker, by kind", ("kind",), WAIT_BUCKETS)
+        self.batch_size = series.histogram(
+            "cogserve_batch_size", "Predictions per run() call of a @batch model", (),
+            BATCH_SIZE_BUCKETS)
+        self.batch_wait = series.histogram(
+            "cogserve_batch_wait_seconds", "How long a @batch model's batch waited to fill: "
+            "from its oldest prediction's arrival to the batch leaving for a worker", (),
+            BATCH_WAIT_BUCKETS)
+        for family in (self.batch_size, self.batch_wait):
+            family.touch(())  # a series from the start, as for the labelled ones
         self.worker_starts = Counter("cogserve_worker_starts", "Worker processes started", **r)
         self.worker_restarts = Counter(
             "cogserve_worker_restarts", "Worker processes started to replace one (after a "
@@ -142,6 +154,9 @@ class Metrics:
     def on_event(self, event: RuntimeEvent, fields: dict[str, Any]) -> None:
         if event is RuntimeEvent.PREDICTION_COMPLETED:
             self._prediction(fields["prediction"])
+        elif event is RuntimeEvent.BATCH_FORMED:
+            self.batch_size.observe((), fields["size"])
+            self.batch_wait.observe((), fields["wait"])
         elif event is RuntimeEvent.WEBHOOK_ATTEMPT:
             outcome = fields["outcome"]
             if outcome is WebhookOutcome.DELIVERED:
@@ -211,7 +226,7 @@ class _ServiceState(Collector):
         yield GaugeMetricFamily("cogserve_workers_ready", "Worker processes ready to serve",
                                 value=capacity.workers_ready)
         yield GaugeMetricFamily("cogserve_queue_length", "Predictions waiting for a slot "
-                                "(always 0 without --queue-size)",
+                                "(the --queue-size queue, or a @batch model's waiting area)",
                                 value=capacity.queue_length)
         health = GaugeMetricFamily("cogserve_health_state", "1 for the server's health state "
                                    "(as /health-check reports it), 0 for the others",

@@ -2,7 +2,8 @@
 
 Cog answers 409 the moment every slot is busy; with a queue a prediction that finds no
 free slot waits here instead. The backlog only holds them and their timers: `Service`
-decides when one leaves (a slot freed, a cancel, the queue timeout).
+decides when one leaves (a slot freed, a cancel, the queue timeout), and for a `@batch`
+model the `Batcher` decides how many leave together.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ class Backlog:
         self.capacity = capacity
         self.timeout = timeout
         self._on_timeout = on_timeout
-        # id -> (prediction, predict message, queue-timeout timer)
+        # id -> (prediction, predict message, queue-timeout timer, when it came: loop time)
         self._waiting: OrderedDict[str, tuple[Prediction, dict[str, Any],
-                                              asyncio.TimerHandle | None]] = OrderedDict()
+                                              asyncio.TimerHandle | None, float]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -33,17 +34,30 @@ class Backlog:
         return len(self._waiting) >= self.capacity
 
     def push(self, prediction: Prediction, message: dict[str, Any]) -> None:
+        loop = asyncio.get_running_loop()
         timer = None
         if self.timeout:
-            timer = asyncio.get_running_loop().call_later(self.timeout, self._on_timeout,
-                                                          prediction)
-        self._waiting[prediction.id] = (prediction, message, timer)
+            timer = loop.call_later(self.timeout, self._on_timeout, prediction)
+        self._waiting[prediction.id] = (prediction, message, timer, loop.time())
+
+    def head(self, limit: int) -> tuple[str, int, float]:
+        """The oldest waiting entry's kind ("prediction" or "training"), how many of the
+        oldest entries (at most `limit`) in a row are of that kind, and when the oldest
+        came (loop time). The backlog is not empty."""
+        count, kind, since = 0, "", 0.0
+        for prediction, _, _, came in self._waiting.values():
+            if not count:
+                kind, since = prediction.kind, came
+            elif prediction.kind != kind or count >= limit:
+                break
+            count += 1
+        return kind, count, since
 
     def pop(self) -> tuple[Prediction, dict[str, Any]] | None:
         """The oldest waiting prediction and its message, or None."""
         if not self._waiting:
             return None
-        _, (prediction, message, timer) = self._waiting.popitem(last=False)
+        _, (prediction, message, timer, _) = self._waiting.popitem(last=False)
         if timer is not None:
             timer.cancel()
         return prediction, message

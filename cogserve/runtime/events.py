@@ -25,6 +25,9 @@ class RuntimeEvent(enum.Enum):
     PREDICTION_CREATED = "prediction_created"
     PREDICTION_REFUSED = "prediction_refused"  # prediction: created, but never sent (422)
     PREDICTION_COMPLETED = "prediction_completed"  # prediction: Prediction
+    # a @batch model's batch left for a worker: size: int, wait: float (seconds its
+    # oldest member waited for it to fill)
+    BATCH_FORMED = "batch_formed"
     WEBHOOK_ATTEMPT = "webhook_attempt"  # outcome: WebhookOutcome
     UPLOAD = "upload"  # bytes: int, ok: bool
     DOWNLOADS = "downloads"  # bytes: int, failures: int (reported by the worker)

@@ -47,6 +47,29 @@ class Slot:
     def release(self) -> None:
         self.member._held.discard(self)
 
+    def share(self, count: int) -> list[Share]:
+        """Split this permit among the `count` predictions of one batch (`@batch`)."""
+        parts: set[Share] = set()
+        shares = [Share(self, parts) for _ in range(count)]
+        parts.update(shares)
+        return shares
+
+
+class Share(Slot):
+    """One batch member's part of the slot its batch holds. The slot goes back when every
+    member has given back its share, i.e. when the worker has ended them all: a member
+    cancelled mid-call ends at once, but the call goes on for the others."""
+
+    def __init__(self, whole: Slot, parts: set[Share]) -> None:
+        super().__init__(whole.member)
+        self._whole = whole
+        self._parts = parts
+
+    def release(self) -> None:
+        self._parts.discard(self)
+        if not self._parts:
+            self._whole.release()
+
 
 @dataclass(eq=False)
 class Member:

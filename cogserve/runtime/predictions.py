@@ -10,8 +10,12 @@ here; running: sent to the worker, and after `cancel_timeout` its worker is ende
 deadlines and queue timeouts all end there too.
 
 It knows slots, never worker processes: what it needs of the workers is the `Slots`
-protocol (`runtime/workers.py` provides it). A later store or batcher hooks in at
-`_hand_off` (where a prediction meets a slot) and `complete` (where it ends).
+protocol (`runtime/workers.py` provides it). A later store hooks in at `_hand_off`
+(where a prediction meets a slot) and `complete` (where it ends).
+
+A `@batch` model's predictions always wait in the backlog (`configure_batching`): the
+`Batcher` says which of them leave together, and `_hand_off_batch` gives them one slot,
+shared (`pool.Share`), in one BATCH frame. Each stays a prediction of its own here.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from cogserve import protocol
-from cogserve.protocol import FromWorker
+from cogserve.protocol import FromWorker, Mode
+from cogserve.runner import BatchLimits
 from cogserve.runtime import handover
 from cogserve.runtime.backlog import Backlog
+from cogserve.runtime.batcher import Batcher
 from cogserve.runtime.errors import AtCapacity, InputNotSendable, QueueFull, UnknownPrediction
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.pool import Member, Slot, WorkerState
@@ -48,6 +54,7 @@ class Slots(Protocol):
     def total(self) -> int: ...  # slots of all workers (the queue's Retry-After)
     def pick(self) -> Member | None: ...
     def deliver(self, slot: Slot, message: protocol.Message) -> None: ...
+    def deliver_batch(self, slot: Slot, messages: list[protocol.Message]) -> None: ...
     def send_cancel(self, slot: Slot, prediction_id: str) -> None: ...
     def end_ignoring_cancel(self, slot: Slot, prediction_id: str) -> None: ...
     def released(self, member: Member) -> None: ...
@@ -64,6 +71,9 @@ class Predictions:
         self.cancel_timeout = cancel_timeout
         self.running: dict[str, Prediction] = {}  # queued and running, by id
         self.backlog: Backlog | None = None
+        self.batcher: Batcher | None = None  # a @batch model's (see `configure_batching`)
+        self._queue_size = queue_size
+        self._queue_timeout = queue_timeout
         if queue_size > 0:
             self.backlog = Backlog(queue_size, queue_timeout, self._queue_timed_out)
         self._mean_run = 1.0  # seconds, moving average: the queue's Retry-After estimate
@@ -79,24 +89,48 @@ class Predictions:
         """No place to wait: no queue, or a full one."""
         return self.backlog is None or self.backlog.full
 
-    def check_capacity(self) -> None:
+    def configure_batching(self, limits: BatchLimits | None) -> None:
+        """A `@batch` model's predictions wait in the backlog to be batched: the queue of
+        --queue-size, or one of their own holding `max_size` per slot (a slot of a
+        batched model serves that many; more get Cog's 409, as busy slots do)."""
+        if self.batcher is not None:
+            self.batcher.close()
+        self.batcher = None
+        if limits is None:
+            return
+        self.batcher = Batcher(limits, self._events, self.run_queued)
+        if self._queue_size > 0:
+            return
+        capacity = limits.max_size * max(1, self._slots.total)
+        if self.backlog is None:
+            self.backlog = Backlog(capacity, self._queue_timeout, self._queue_timed_out)
+        self.backlog.capacity = capacity
+
+    def check_capacity(self, mode: Mode = Mode.PREDICT) -> None:
         """Raise what `submit` would for want of a slot (AtCapacity) or of a place in
-        the queue (QueueFull)."""
-        if self._slots.pick() is not None:
+        the queue (QueueFull). A `@batch` model's predictions always wait in the
+        backlog: without --queue-size it is their own, and a full one is Cog's 409."""
+        batched = self.batcher is not None and mode is Mode.PREDICT
+        if not batched and self._slots.pick() is not None:
             return
         backlog = self.backlog
-        if backlog is None:
+        queued = self._queue_size > 0
+        if backlog is None or not (queued or batched) or (backlog.full and not queued):
             raise AtCapacity()
         if backlog.full:
+            per_slot = self.batcher.limits.max_size if self.batcher is not None else 1
             raise QueueFull(backlog.capacity, backlog.retry_after(
-                max(1, self._slots.total), self._mean_run))
+                max(1, self._slots.total * per_slot), self._mean_run))
 
-    def place(self) -> Member | None:
-        """Where a new prediction goes: a worker with a free slot, or None for the queue;
-        raises AtCapacity or QueueFull when it can go nowhere (before it is built)."""
-        member = self._slots.pick()
+    def place(self, mode: Mode = Mode.PREDICT) -> Member | None:
+        """Where a new prediction goes: a worker with a free slot, or None for the queue
+        (always, for a `@batch` model's predictions); raises AtCapacity or QueueFull
+        when it can go nowhere (before it is built)."""
+        member = None
+        if self.batcher is None or mode is not Mode.PREDICT:
+            member = self._slots.pick()
         if member is None:
-            self.check_capacity()
+            self.check_capacity(mode)
         return member
 
     def submit(self, prediction: Prediction, message: protocol.Message,
@@ -113,6 +147,8 @@ class Predictions:
                 raise unencodable(exc) from None
             self.running[prediction.id] = prediction
             backlog.push(prediction, message)
+            if self.batcher is not None:
+                self.run_queued()  # a batch may be full, or its wait starts now
             return
         self.running[prediction.id] = prediction
         try:
@@ -133,12 +169,40 @@ class Predictions:
                 prediction.timeout, self._deadline_passed, prediction)
         prediction.mark_started()
 
+    def _hand_off_batch(self, member: Member,
+                        batch: list[tuple[Prediction, protocol.Message]]) -> None:
+        """Give a batch one slot of `member`, shared by its predictions (each gives its
+        share back when the worker ends it), in one frame; each deadline starts now."""
+        shares = member.acquire().share(len(batch))
+        for (prediction, _), share in zip(batch, shares, strict=True):
+            prediction.slot = share
+        try:
+            self._slots.deliver_batch(shares[0], [message for _, message in batch])
+        except (TypeError, OSError) as exc:
+            for prediction, _ in batch:
+                _give_back(prediction)
+                self.complete(prediction, Status.FAILED, f"prediction failed: {exc}")
+            return
+        loop = asyncio.get_running_loop()
+        for prediction, _ in batch:
+            if prediction.timeout:
+                prediction.deadline = loop.call_later(prediction.timeout,
+                                                      self._deadline_passed, prediction)
+            prediction.mark_started()
+
     def run_queued(self) -> None:
         """Hand waiting predictions to free slots, oldest first."""
         backlog = self.backlog
         if backlog is None:
             return
         while len(backlog) and (member := self._slots.pick()) is not None:
+            if self.batcher is not None:
+                batch = self.batcher.take(backlog)
+                if batch is not None:
+                    if not batch:
+                        break  # it waits to fill; the batcher's timer calls again
+                    self._hand_off_batch(member, batch)
+                    continue
             entry = backlog.pop()
             assert entry is not None
             prediction, message = entry

@@ -193,6 +193,7 @@ class Service:
         if "TrainingInput" in components:
             validators[Mode.TRAIN] = InputValidator(model.schema, "TrainingInput")
         self._validators = validators
+        self._predictions.configure_batching(model.batch)
         for callback in self.on_schema:
             callback()
 
@@ -247,7 +248,9 @@ class Service:
         pool = self._workers.pool
         return HealthSnapshot(
             status, self.setup, self.versions, error,
-            QueueView(len(backlog), backlog.capacity) if backlog is not None else None,
+            # a @batch model's own waiting area is no queue the user asked for
+            QueueView(len(backlog), backlog.capacity)
+            if backlog is not None and self.settings.queue_size > 0 else None,
             _worker_views(pool) if len(pool) > 1 else None)
 
     def capacity(self) -> Capacity:
@@ -316,7 +319,7 @@ class Service:
         predictions = self._predictions
         if prediction_id in predictions.running:
             raise AlreadyRunning(prediction_id)
-        member = predictions.place()
+        member = predictions.place(mode)
         model = self._model
         schema = model.schema if model is not None else {}
         output = schema.get("components", {}).get("schemas", {}).get(
@@ -406,6 +409,7 @@ class _SlotsOf:
         self._pool = workers.pool
         self.pick = self._pool.pick
         self.deliver = workers.deliver
+        self.deliver_batch = workers.deliver_batch
         self.send_cancel = workers.send_cancel
         self.end_ignoring_cancel = workers.end_ignoring_cancel
         self.released = workers.released

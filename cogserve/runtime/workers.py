@@ -25,6 +25,7 @@ from cogserve import protocol
 from cogserve.config import ModelConfig, load_config
 from cogserve.exceptions import DefinitionError
 from cogserve.protocol import FromWorker, Mode
+from cogserve.runner import BatchLimits
 from cogserve.runtime import handover
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.healthcheck import UserHealthcheck
@@ -53,6 +54,7 @@ class ModelInfo:
     streaming: bool
     has_healthcheck: bool
     descriptions: dict[str, str]  # the entry points' docstrings, by Mode (MCP tools)
+    batch: BatchLimits | None = None  # a `@batch` run()'s limits
 
 
 class WorkerListener(Protocol):
@@ -257,6 +259,15 @@ class Workers:
         handover.spill_input(message, member.tmpdir)
         member.process.send_data(message)
 
+    def deliver_batch(self, slot: Slot, messages: list[protocol.Message]) -> None:
+        """Send the predict frames of one `@batch` call as one BATCH frame (each one's big
+        input spilled as it would be alone)."""
+        member = slot.member
+        assert member.process is not None
+        for message in messages:
+            handover.spill_input(message, member.tmpdir)
+        member.process.send_data(protocol.batch(messages))
+
     def send_cancel(self, slot: Slot, prediction_id: str) -> None:
         process = slot.member.process
         if process is not None:
@@ -301,9 +312,12 @@ class Workers:
                 # a pipe or file (a container's log), unless PYTHONUNBUFFERED is set
                 stream.flush()
         elif kind == FromWorker.SCHEMA:
+            batch = message.get("batch")
             self.model = ModelInfo(message["schema"], message["versions"],
                                    message["is_async"], message["streaming"],
-                                   message["has_healthcheck"], message["descriptions"])
+                                   message["has_healthcheck"], message["descriptions"],
+                                   BatchLimits(batch["max_size"], batch["max_wait"])
+                                   if batch else None)
             member.slots = slot_count(self.settings.concurrency or message.get("concurrency"),
                                       self.model.is_async, warn=member.index == 0)
             self._listener.on_schema(self.model)

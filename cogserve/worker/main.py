@@ -22,11 +22,12 @@ from cogserve import jsoncodec, protocol
 from cogserve.envvars import env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.ipc import SyncChannel
-from cogserve.loader import LoadedModel, load_model
+from cogserve.loader import LoadedModel, batch_limits, load_model
 from cogserve.model_import import import_ref
 from cogserve.protocol import Mode, ToWorker, UserHealth
 from cogserve.schema import openapi_document
 from cogserve.signature import read_signature
+from cogserve.worker import batch as batching
 from cogserve.worker import predict, tempdirs
 from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogTarget, Router, capture_output
@@ -77,6 +78,7 @@ def main() -> None:
         concurrency=model.concurrency, has_healthcheck=model.healthcheck is not None,
         deprecated_predict=model.deprecated_predict, versions=_versions(),
         descriptions=_descriptions(model, trainer, Mode(cfg["mode"])),
+        batch=(model.batch.max_size, model.batch.max_wait) if model.batch else None,
     ))
     if cfg["schema_only"]:
         # `cogserve predict` stops here when the input is invalid; otherwise it says go.
@@ -133,9 +135,10 @@ def _load_trainer(ref: str | None, model: LoadedModel,
         if not callable(run):
             raise DefinitionError(f"{ref}: class {type(model.instance).__name__} has no "
                                   "train() method")
+        batch_limits(run, Mode.TRAIN)  # refuses a @batch train()
         return dataclasses.replace(
             model, ref=ref, run=run, setup=None, healthcheck=None,
-            signature=read_signature(run), streaming=False, concurrency=None,
+            signature=read_signature(run), streaming=False, concurrency=None, batch=None,
             is_async=inspect.iscoroutinefunction(run) or inspect.isasyncgenfunction(run),
         )
     return load_model(ref, directory, Mode.TRAIN)
@@ -198,7 +201,11 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
         message = data.recv()
         if message is None:
             os._exit(0)
-        if message.get(protocol.KIND) == ToWorker.PREDICT:
+        kind = message.get(protocol.KIND)
+        if kind == ToWorker.BATCH:
+            batch = batching.Batch(message["items"], data, router, cancels, downloads)
+            batching.run_sync(model, batch, cancels)
+        elif kind == ToWorker.PREDICT:
             job = predict.Job(message, send, router, cancels, downloads)
             if message.get("mode") == Mode.TRAIN and trainer is not None:
                 if trainer.is_async:
@@ -250,11 +257,22 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     control.send(protocol.ready())
 
     jobs: dict[str, predict.Job] = {}
+    batches: dict[str, batching.Batch] = {}  # member id -> its batch, while it runs
     send = data.send
     cancels = predict.Cancels()
     downloads = Downloads()
 
+    def start_batch(message: protocol.Message) -> None:
+        batch = batching.Batch(message["items"], data, router, cancels, downloads)
+        for job in batch.jobs:
+            batches[job.id] = batch
+        batch.task = loop.create_task(batching.run_async(model, batch))
+        batch.task.add_done_callback(lambda t: _async_batch_done(batches, batch, t))
+
     def start(message: dict[str, Any]) -> None:
+        if message.get(protocol.KIND) == ToWorker.BATCH:
+            start_batch(message)
+            return
         job = predict.Job(message, send, router, cancels, downloads)
         jobs[job.id] = job
         entry = trainer if message.get("mode") == Mode.TRAIN and trainer is not None else model
@@ -272,7 +290,11 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
         kind = message.get(protocol.KIND)
         if kind == ToWorker.CANCEL:
             job = jobs.get(message["id"])
-            if job is not None and job.task is not None:
+            batch = batches.get(message["id"])
+            if batch is not None:
+                if batch.cancel_member(message["id"]) and batch.task is not None:
+                    batch.task.cancel()
+            elif job is not None and job.task is not None:
                 job.cancel_requested = True
                 job.stop_transfers()
                 job.task.cancel()
@@ -300,6 +322,16 @@ def _async_job_done(jobs: dict[str, predict.Job], job: predict.Job,
         # cancelled before its first step: the coroutine never ran, so nothing else
         # will tell the parent, which would wait for the grace-period kill
         job.send(protocol.cancelled(job.id))
+
+
+def _async_batch_done(batches: dict[str, batching.Batch], batch: batching.Batch,
+                      task: asyncio.Task[Any]) -> None:
+    for job in batch.jobs:
+        batches.pop(job.id, None)
+    if task.cancelled():  # before its first step: nothing else tells the parent
+        for job in batch.jobs:
+            job.send(protocol.cancelled(job.id))
+        batch.cleanup()
 
 
 async def _healthcheck_async(model: LoadedModel, control: SyncChannel, hid: Any) -> None:

@@ -20,7 +20,7 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cogserve import ipc, protocol
 from cogserve.exceptions import CancelationException, FetchError
@@ -35,6 +35,20 @@ if TYPE_CHECKING:
     import asyncio
 
 Send = Callable[[protocol.Message], None]
+
+
+class BatchCall(Protocol):
+    """A `@batch` run() call in progress (`worker/batch.py`'s `Batch`), as the cancel
+    machinery sees it: a Job's flags, and its members' cancels."""
+
+    cancel_requested: bool
+    in_user_code: bool
+    cancel_raised: bool
+    cancel_deferred: bool
+
+    def owns(self, prediction_id: str) -> bool: ...
+
+    def cancel_member(self, prediction_id: str) -> bool: ...
 
 
 class Job:
@@ -60,6 +74,9 @@ class Job:
         self._tmpdir: pathlib.Path | None = None
         self.opened: list[Any] = []
         self.files_sent = False
+        # a batch member cancelled mid-call: the call may still read its input files;
+        # they go with the batch's cleanup, not with its terminal frame
+        self.keep_folder = False
         self.span: Any = None  # with tracing on: (span, context token), see worker/tracing.py
         self.transfers: Transfers | None = None  # downloads of file inputs, if any
 
@@ -100,6 +117,8 @@ class Job:
         file output was reported, the parent still has to read it (uploads may be under
         way), so the terminal message names the folder and the parent removes it.
         """
+        if self.keep_folder:
+            return
         for handle in self.opened:
             try:
                 handle.close()
@@ -210,7 +229,7 @@ class Cancels:
     is not kept for a new prediction that reuses the id)."""
 
     def __init__(self) -> None:
-        self.current: Job | None = None  # the sync job on the main thread
+        self.current: Job | BatchCall | None = None  # the sync job (or batch) on the main thread
         self._early: dict[str, float] = {}  # id -> when
         self._finished: OrderedDict[str, float] = OrderedDict()  # id -> when, oldest first
         self._finished_lock = threading.Lock()  # threaded sync train() jobs end off-loop
@@ -235,23 +254,40 @@ class Cancels:
 
     def cancel_sync(self, prediction_id: str) -> None:
         """Called from the control thread: interrupt the main thread's run() if it is ours."""
-        job = self.current
-        if job is None or job.id != prediction_id:
+        current = self.current
+        if current is None or not self._cancel_current(current, prediction_id):
             self.remember_early(prediction_id)
-            job = self.current  # it may have started meanwhile
-            if job is None or job.id != prediction_id:
-                return
-        job.cancel_requested = True
-        job.stop_transfers()
-        if job.task is not None and job.loop is not None:  # an async train() on the main thread
-            job.loop.call_soon_threadsafe(job.task.cancel)
-            return
-        if job.in_user_code:
-            _signal_main()
-            threading.Thread(target=self._redeliver, args=(job,), daemon=True,
-                             name="cogserve-cancel").start()
+            current = self.current  # it may have started meanwhile
+            if current is not None:
+                self._cancel_current(current, prediction_id)
 
-    def _redeliver(self, job: Job) -> None:
+    def _cancel_current(self, current: Job | BatchCall, prediction_id: str) -> bool:
+        """Cancel `prediction_id` if the main thread runs it (alone or in a batch)."""
+        if not isinstance(current, Job):
+            if not current.owns(prediction_id):
+                return False
+            if current.cancel_member(prediction_id) and current.in_user_code:
+                self.interrupt(current)
+            return True
+        if current.id != prediction_id:
+            return False
+        current.cancel_requested = True
+        current.stop_transfers()
+        if current.task is not None and current.loop is not None:
+            # an async train() on the main thread
+            current.loop.call_soon_threadsafe(current.task.cancel)
+        elif current.in_user_code:
+            self.interrupt(current)
+        return True
+
+    def interrupt(self, job: Job | BatchCall) -> None:
+        """Raise CancelationException in the main thread's run() (signalling again while
+        the handler had to defer)."""
+        _signal_main()
+        threading.Thread(target=self._redeliver, args=(job,), daemon=True,
+                         name="cogserve-cancel").start()
+
+    def _redeliver(self, job: Job | BatchCall) -> None:
         """Signal again while the handler had to defer, until run() got its exception."""
         while self.current is job and not job.cancel_raised:
             time.sleep(0.02)
@@ -308,7 +344,8 @@ def _signal_main() -> None:
     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
 
 
-def _enter_user(job: Job) -> None:
+def enter_user(job: Job | BatchCall) -> None:
+    """Entering the model's code: a cancel that came before raises now."""
     job.in_user_code = True
     if job.cancel_requested and not job.cancel_raised:
         job.cancel_raised = True
@@ -327,7 +364,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
     try:
         kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened,
                                 job.downloads, job.new_transfers)
-        _enter_user(job)
+        enter_user(job)
         raised_in = RaisedIn.RUN
         result = model.run(**kwargs)
         if spec.iterator:
@@ -342,7 +379,7 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
                 job.logs.flush()
                 job.send(protocol.output(job.id, outputs.encode_output(item, spec.type)))
                 try:
-                    _enter_user(job)
+                    enter_user(job)
                 except CancelationException as exc:
                     _throw(iterator, exc)
                     raise
@@ -394,7 +431,7 @@ async def run_async(model: LoadedModel, job: Job) -> None:
     raised_in: RaisedIn | None = None  # not yet the model's code
     try:
         raw = job.raw_input()
-        if _has_files(model):
+        if has_files(model):
             kwargs = await loop.run_in_executor(  # in this context: logs, trace
                 None, contextvars.copy_context().run, inputs.prepare, model.signature, raw,
                 job.tmpdir, job.opened, job.downloads, job.new_transfers)
@@ -491,7 +528,7 @@ async def _raise_in_thread(job: Job) -> None:
     import ctypes
 
     while job.thread_id is not None and not job.cancel_raised:
-        if not job.in_user_code:  # _enter_user raises at the next step into user code
+        if not job.in_user_code:  # enter_user raises at the next step into user code
             return
         frame = sys._current_frames().get(job.thread_id)
         if frame is not None and not _in_critical_section(frame):
@@ -502,7 +539,7 @@ async def _raise_in_thread(job: Job) -> None:
         await asyncio.sleep(0.02)
 
 
-def _has_files(model: LoadedModel) -> bool:
+def has_files(model: LoadedModel) -> bool:
     for spec in model.signature.inputs:
         t = spec.type.item if spec.type.kind == TypeKind.LIST and spec.type.item else spec.type
         if t.kind in (TypeKind.PATH, TypeKind.FILE):

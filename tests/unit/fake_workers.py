@@ -62,12 +62,13 @@ class FakeWorker:
     # ---- the worker's side, played by the test
 
     def boot(self, *, is_async: bool = False, concurrency: int | None = None,
-             has_healthcheck: bool = False) -> None:
-        """Report the schema, a setup log line, then ready."""
+             has_healthcheck: bool = False, batch: tuple[int, float] | None = None) -> None:
+        """Report the schema (`batch`: a `@batch` run()'s limits), a setup log line, then
+        ready."""
         self.control(protocol.schema(SCHEMA, is_async=is_async, streaming=False,
                                      concurrency=concurrency, has_healthcheck=has_healthcheck,
                                      deprecated_predict=False, versions={"python": "3.11"},
-                                     descriptions={}))
+                                     descriptions={}, batch=batch))
         self.control(protocol.setup_log("stdout", "setting up\n"))
         self.control(protocol.ready())
 
@@ -84,6 +85,11 @@ class FakeWorker:
     def predicted(self) -> list[str]:
         """The ids of the predictions sent to this worker, in order."""
         return [m["id"] for m in self.sent_data if m[protocol.KIND] == ToWorker.PREDICT]
+
+    def batches(self) -> list[list[str]]:
+        """The ids of each BATCH frame sent to this worker, in order."""
+        return [[item["id"] for item in m["items"]] for m in self.sent_data
+                if m[protocol.KIND] == ToWorker.BATCH]
 
     def cancels(self) -> list[str]:
         return [m["id"] for m in self.sent_control if m[protocol.KIND] == ToWorker.CANCEL]

@@ -25,6 +25,10 @@ CASES: list[tuple[str, protocol.Message, bytes]] = [
      b'{"t":"predict","id":"p1","input":{"text":"hi"}}'),
     ("predict train", protocol.predict("p1", {}, Mode.TRAIN),
      b'{"t":"predict","id":"p1","input":{},"mode":"train"}'),
+    ("batch", protocol.batch([protocol.predict("p1", {"x": 1}, Mode.PREDICT),
+                              protocol.predict("p2", {"x": 2}, Mode.PREDICT)]),
+     b'{"t":"batch","items":[{"t":"predict","id":"p1","input":{"x":1}},'
+     b'{"t":"predict","id":"p2","input":{"x":2}}]}'),
     ("cancel", protocol.cancel("p1"), b'{"t":"cancel","id":"p1"}'),
     ("healthcheck", protocol.healthcheck(3), b'{"t":"healthcheck","id":3}'),
     ("shutdown", protocol.shutdown(), b'{"t":"shutdown"}'),
@@ -39,6 +43,12 @@ CASES: list[tuple[str, protocol.Message, bytes]] = [
      b'"concurrency":null,"has_healthcheck":false,"deprecated_predict":false,'
      b'"versions":{"python_sdk":"0.23.1","python":"3.11.7"},'
      b'"descriptions":{"predict":"Greets."}}'),
+    ("schema of a @batch model", protocol.schema(
+        {}, is_async=False, streaming=False, concurrency=None, has_healthcheck=False,
+        deprecated_predict=False, versions={}, descriptions={}, batch=(16, 0.01)),
+     b'{"t":"schema","schema":{},"is_async":false,"streaming":false,"concurrency":null,'
+     b'"has_healthcheck":false,"deprecated_predict":false,"versions":{},"descriptions":{},'
+     b'"batch":{"max_size":16,"max_wait":0.01}}'),
     ("setup log", protocol.setup_log("stdout", "loading\n"),
      b'{"t":"log","source":"stdout","data":"loading\\n"}'),
     ("ready", protocol.ready(), b'{"t":"ready"}'),

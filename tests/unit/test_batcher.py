@@ -1,0 +1,114 @@
+"""Dynamic batching in the runtime, in process with a fake worker: which predictions of a
+`@batch` model leave together, when, and how their shared slot comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+
+import pytest
+
+from cogserve import protocol
+from cogserve.runtime.errors import AtCapacity, QueueFull
+from cogserve.runtime.service import Service
+from cogserve.states import Health, Status
+
+from .fake_workers import FakeSpawner, until
+from .test_runtime_core import done, ended, in_service
+
+LIMITS = (3, 0.05)  # max_size, max_wait
+
+
+def test_a_full_batch_leaves_at_once_and_a_lone_one_after_max_wait(
+        tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        first = [service.create(i, {"n": 1}) for i in ("a", "b", "c")]
+        assert worker.batches() == [["a", "b", "c"]]  # full: no wait
+        for pid in ("a", "b", "c"):
+            worker.data(done(pid))
+        assert [await ended(p) for p in first] == [Status.SUCCEEDED] * 3
+        loop = asyncio.get_running_loop()
+        created = loop.time()
+        service.create("d", {"n": 1})
+        assert worker.batches() == [["a", "b", "c"]]  # it waits for company
+        await until(lambda: len(worker.batches()) == 2)
+        assert worker.batches()[1] == ["d"]
+        assert loop.time() - created >= LIMITS[1] * 0.9
+
+    in_service(tmp_path, body)
+
+
+def test_predictions_waiting_while_the_slot_is_busy_leave_together(
+        tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        for pid in ("a", "b", "c", "d", "e", "f"):
+            service.create(pid, {"n": 1})
+        assert worker.batches() == [["a", "b", "c"]]
+        worker.data(done("a"))
+        worker.data(done("b"))
+        assert len(worker.batches()) == 1  # the slot is shared: back with the last share
+        worker.data(done("c"))
+        assert worker.batches() == [["a", "b", "c"], ["d", "e", "f"]]
+        assert all(m[protocol.KIND] != "predict" for m in worker.sent_data)
+
+    in_service(tmp_path, body, queue_size=8)
+
+
+def test_without_a_queue_max_size_per_slot_may_wait_then_409(tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        for pid in ("a", "b", "c", "d", "e", "f"):  # one batch running, one waiting
+            service.create(pid, {"n": 1})
+        with pytest.raises(AtCapacity):
+            service.create("g", {"n": 1})
+        health = await service.health()
+        assert health.status is Health.BUSY and health.queue is None  # no queue was asked
+
+    in_service(tmp_path, body)
+
+
+def test_with_a_queue_every_prediction_waits_in_it_and_a_full_one_is_429(
+        tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        service.create("a", {"n": 1})  # even with the slot free: it waits for company
+        with pytest.raises(QueueFull):
+            service.create("b", {"n": 1})
+        await until(lambda: worker.batches() == [["a"]])
+
+    in_service(tmp_path, body, queue_size=1)
+
+
+def test_a_member_cancelled_in_the_call_ends_alone(tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        a, b, c = (service.create(pid, {"n": 1}) for pid in ("a", "b", "c"))
+        service.cancel("b")
+        assert worker.cancels() == ["b"]
+        worker.data(protocol.cancelled("b"))  # what the worker answers at once
+        assert await ended(b) is Status.CANCELED
+        assert not a.terminal and not c.terminal
+        worker.data(done("a", 10))
+        worker.data(done("c", 30))
+        assert (await ended(a), await ended(c)) == (Status.SUCCEEDED, Status.SUCCEEDED)
+        assert (a.to_dict()["output"], c.to_dict()["output"]) == (10, 30)
+
+    in_service(tmp_path, body)
+
+
+def test_a_lost_worker_fails_every_member_and_frees_its_slot(tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        batch = [service.create(pid, {"n": 1}) for pid in ("a", "b", "c")]
+        worker.exit(-9)
+        assert [await ended(p) for p in batch] == [Status.FAILED] * 3
+
+    in_service(tmp_path, body)
