@@ -187,6 +187,8 @@ def _configure_logging(background: bool = False) -> None:
         # no format here shows a record's thread or process: not looked up per record
         # (per request, for the access line)
         logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+        if sys.version_info >= (3, 12):
+            logging.logAsyncioTasks = False
     if fmt == "console":
         handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     else:
