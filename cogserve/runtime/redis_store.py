@@ -195,7 +195,8 @@ class RedisStore(PredictionStore):
                 finished = item.stage is Stage.FINISHED
                 scripts["save"](args=[p, item.id, item.kind, item.status, item.stage,
                                       repr(item.created),
-                                      repr(item.finished or 0.0) if finished else "",
+                                      repr(time.time() if item.finished is None else item.finished)
+                                      if finished else "",
                                       item.body, item.request or b"", owner], client=pipe)
             elif isinstance(item, Hook):
                 packed = orjson.dumps([item.delivery, item.url, item.headers.decode(),

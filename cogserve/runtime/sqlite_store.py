@@ -120,6 +120,7 @@ class SQLiteStore(PredictionStore):
                                  f"{SCHEMA_VERSION}) {WAY_OUT}")
             check = db.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
+                check = "; ".join(line.strip() for line in str(check).splitlines())
                 raise StoreError(f"the prediction store {self.path} is corrupt ({check}) "
                                  f"{WAY_OUT}")
             db.execute("PRAGMA journal_mode=WAL")
@@ -182,7 +183,7 @@ class SQLiteStore(PredictionStore):
             " request = CASE WHEN excluded.finished IS NULL"
             "                THEN coalesce(excluded.request, request) END",
             (record.id, record.kind, record.status, record.stage, record.created,
-             (record.finished or time.time()) if finished else None, record.body,
+             (time.time() if record.finished is None else record.finished) if finished else None, record.body,
              None if finished else record.request, owner))
         if finished:
             db.execute("UPDATE totals SET count = count + 1, bytes = bytes + ?",
