@@ -197,11 +197,14 @@ class CogRoutes:
             request = StoredRequest(mode, raw_input, webhook, events, prefix, context or None,
                                     model_context, request_timeout(scope))
             try:
-                await durable.accept(prediction, request.encode())
+                accepted = await durable.accept(prediction, request.encode())
             except StoreError as exc:  # not accepted: it must not run unrecorded
                 with contextlib.suppress(UnknownPrediction):
                     service.cancel(prediction.id)
                 raise _store_unavailable(str(exc)) from None
+            if respond_async and not wants_sse:  # as it was when accepted, as without a store
+                await send_json(send, 202, accepted)
+                return
         await self._respond(scope, receive, send, prediction, respond_async, wants_sse,
                             created=True)
 

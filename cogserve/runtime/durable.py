@@ -115,9 +115,10 @@ class Durable:
 
     # ------------------------------------------------------------ what the runtime tells it
 
-    async def accept(self, prediction: Prediction, request: bytes) -> None:
+    async def accept(self, prediction: Prediction, request: bytes) -> bytes:
         """An async prediction: its record is written before this returns (and so
-        before its `202`); from now on each change of stage is written."""
+        before its `202`); from now on each change of stage is written. Returns the
+        body recorded: the prediction as it was accepted, which the `202` carries."""
         if self.failure is not None:
             raise StoreError(self.failure)
         self._tracked.add(prediction.id)
@@ -125,6 +126,7 @@ class Durable:
         if record.stage is Stage.FINISHED:
             self._tracked.discard(prediction.id)
         await asyncio.wrap_future(self.post_waited([record]))
+        return record.body
 
     def listener(self, prediction: Prediction, event: Event, payload: dict[str, Any]) -> None:
         """Prediction listener (every prediction Cog's routes can be asked for again)."""
