@@ -87,7 +87,10 @@ class Durable:
         return await asyncio.to_thread(self.store.claim, self.owner)
 
     async def close(self) -> None:
-        """Write what is left, stop the writer, release the store (a clean exit)."""
+        """Write what is left, stop the writer, release the store (a clean exit; a
+        second call does nothing)."""
+        if self._closing:
+            return
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         self._flush_sync()

@@ -176,6 +176,8 @@ class SQLiteStore(PredictionStore):
         if old is not None and old[0] is not None:
             db.execute("UPDATE totals SET count = count - 1, bytes = bytes - ?", (old[1],))
         finished = record.stage is Stage.FINISHED
+        when = (time.time() if record.finished is None else record.finished) if finished \
+            else None
         db.execute(
             "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE"
             " SET kind = excluded.kind, status = excluded.status, stage = excluded.stage,"
@@ -183,7 +185,7 @@ class SQLiteStore(PredictionStore):
             " request = CASE WHEN excluded.finished IS NULL"
             "                THEN coalesce(excluded.request, request) END",
             (record.id, record.kind, record.status, record.stage, record.created,
-             (time.time() if record.finished is None else record.finished) if finished else None, record.body,
+             when, record.body,
              None if finished else record.request, owner))
         if finished:
             db.execute("UPDATE totals SET count = count + 1, bytes = bytes + ?",
