@@ -154,7 +154,8 @@ TRAININGS = [
     Case("train_put_twice", (put("diff-train", {"text": "t"}, path="/trainings"),
                              put("diff-train", {"text": "t"}, path="/trainings"))),
     Case("train_cancel_unknown", (Request("POST", "/trainings/diff-nope/cancel", headers=()),)),
-    Case("train_get_trainings", (Request("GET", "/trainings", headers=()),)),
+    Case("train_get_trainings", (Request("GET", "/trainings", headers=()),),
+         known=("list_predictions",)),
 ]
 
 # tests/models/hooks: an iterator that logs a line before each token
@@ -258,7 +259,8 @@ KNOWN: dict[str, Known] = {
         "spec README additions: GET /predictions/{id} exists (404 for an unknown id), so "
         "405's Allow names GET and HEAD too", _get_prediction),
     "list_predictions": Known(
-        "issue 27 (README 'Beyond Cog's API'): GET /predictions lists predictions by status, "
+        "issue 27 (README 'Beyond Cog's API', docs/architecture.md runtime/listing.py): GET "
+        "/predictions (and /trainings) lists them by status, "
         "newest first, paged (coglet answers 405, allow POST), so a 405's Allow names GET and "
         "HEAD too", _list_predictions),
     "cancel_final_state": Known(

@@ -17,6 +17,8 @@
 - **Reads** (`GET`, retried `PUT`s, listing) run in asyncio's thread pool.
 - **Failure**: a write or lease renewal that fails sets `failure` (the server reports
   UNHEALTHY with it) and is retried, with the writes kept, until the store answers.
+  Meanwhile async requests are refused (503) and finished sync ones are not recorded,
+  so what is kept stays bounded by what was in flight.
 """
 
 from __future__ import annotations
@@ -138,6 +140,8 @@ class Durable:
                 self._tracked.discard(prediction.id)
                 self.post([record_of(prediction)])
                 return
+            if self.failure is not None:  # its client has its answer; kept writes must
+                return  # not grow with every request of an outage
             self._sync.append(record_of(prediction))
             if self._flush is None:
                 self._flush = asyncio.get_running_loop().call_later(SYNC_FLUSH, self._flush_sync)

@@ -29,6 +29,7 @@ from cogserve.runtime.records import (
     Bounds,
     Claimed,
     Hook,
+    HookDone,
     Page,
     PredictionStore,
     Record,
@@ -71,8 +72,32 @@ CREATE TABLE IF NOT EXISTS evicted (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT
 CREATE TABLE IF NOT EXISTS totals (one INTEGER PRIMARY KEY CHECK (one = 1),
                                    count INTEGER NOT NULL, bytes INTEGER NOT NULL);
 INSERT OR IGNORE INTO totals VALUES (1, 0, 0);
+-- the finished records' count and bytes, kept by SQLite itself: a write is one statement
+CREATE TRIGGER IF NOT EXISTS totals_insert AFTER INSERT ON records
+WHEN new.finished IS NOT NULL BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + length(new.body);
+END;
+CREATE TRIGGER IF NOT EXISTS totals_delete AFTER DELETE ON records
+WHEN old.finished IS NOT NULL BEGIN
+    UPDATE totals SET count = count - 1, bytes = bytes - length(old.body);
+END;
+CREATE TRIGGER IF NOT EXISTS totals_update AFTER UPDATE ON records
+WHEN new.finished IS NOT NULL OR old.finished IS NOT NULL BEGIN
+    UPDATE totals SET
+        count = count + (new.finished IS NOT NULL) - (old.finished IS NOT NULL),
+        bytes = bytes + iif(new.finished IS NULL, 0, length(new.body))
+                      - iif(old.finished IS NULL, 0, length(old.body));
+END;
 PRAGMA user_version = {SCHEMA_VERSION};
 """
+
+
+# a record as written: the request is kept until it finished (recovery needs it)
+_UPSERT = ("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE"
+           " SET kind = excluded.kind, status = excluded.status, stage = excluded.stage,"
+           " finished = excluded.finished, body = excluded.body, owner = excluded.owner,"
+           " request = iif(excluded.finished IS NULL, coalesce(excluded.request, request),"
+           " NULL)")
 
 
 class SQLiteStore(PredictionStore):
@@ -147,20 +172,32 @@ class SQLiteStore(PredictionStore):
     # ------------------------------------------------------------ writing
 
     def write(self, batch: Sequence[Write], bounds: Bounds, owner: str) -> None:
+        now = time.time()
+        records = []
+        outbox: list[Hook | HookDone] = []
+        for item in batch:
+            if isinstance(item, Record):
+                finished = item.stage is Stage.FINISHED
+                records.append((item.id, item.kind, item.status, item.stage, item.created,
+                                (now if item.finished is None else item.finished)
+                                if finished else None,
+                                item.body, None if finished else item.request, owner))
+            else:
+                outbox.append(item)
         try:
             db = self._db()
             db.execute("BEGIN IMMEDIATE")
             try:
-                for item in batch:
-                    if isinstance(item, Record):
-                        self._save(db, item, owner)
-                    elif isinstance(item, Hook):
+                # in order: a later write of an id wins (tables apart need no order)
+                db.executemany(_UPSERT, records)
+                for hook in outbox:
+                    if isinstance(hook, Hook):
                         db.execute("INSERT OR REPLACE INTO outbox VALUES (?, ?, ?, ?, ?, ?)",
-                                   (item.id, item.seq, item.delivery, item.url, item.body,
-                                    item.headers))
+                                   (hook.id, hook.seq, hook.delivery, hook.url, hook.body,
+                                    hook.headers))
                     else:
                         db.execute("DELETE FROM outbox WHERE id = ? AND seq = ?",
-                                   (item.id, item.seq))
+                                   (hook.id, hook.seq))
                 self._evict(db, bounds)
                 db.execute("COMMIT")
             except BaseException:
@@ -168,29 +205,6 @@ class SQLiteStore(PredictionStore):
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"writing the prediction store {self.path} failed: {exc}") from exc
-
-    @staticmethod
-    def _save(db: sqlite3.Connection, record: Record, owner: str) -> None:
-        old = db.execute("SELECT finished, length(body) FROM records WHERE id = ?",
-                         (record.id,)).fetchone()
-        if old is not None and old[0] is not None:
-            db.execute("UPDATE totals SET count = count - 1, bytes = bytes - ?", (old[1],))
-        finished = record.stage is Stage.FINISHED
-        when = (time.time() if record.finished is None else record.finished) if finished \
-            else None
-        db.execute(
-            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE"
-            " SET kind = excluded.kind, status = excluded.status, stage = excluded.stage,"
-            " finished = excluded.finished, body = excluded.body, owner = excluded.owner,"
-            " request = CASE WHEN excluded.finished IS NULL"
-            "                THEN coalesce(excluded.request, request) END",
-            (record.id, record.kind, record.status, record.stage, record.created,
-             when, record.body,
-             None if finished else record.request, owner))
-        if finished:
-            db.execute("UPDATE totals SET count = count + 1, bytes = bytes + ?",
-                       (len(record.body),))
-            db.execute("DELETE FROM evicted WHERE id = ?", (record.id,))
 
     @staticmethod
     def _evict(db: sqlite3.Connection, bounds: Bounds) -> None:
@@ -211,9 +225,8 @@ class SQLiteStore(PredictionStore):
             size -= length
         if not victims:
             return
-        db.executemany("DELETE FROM records WHERE id = ?", victims)
+        db.executemany("DELETE FROM records WHERE id = ?", victims)  # totals: its trigger
         db.executemany("INSERT OR REPLACE INTO evicted (id) VALUES (?)", victims)
-        db.execute("UPDATE totals SET count = ?, bytes = ?", (count, size))
         db.execute("DELETE FROM evicted WHERE n <= (SELECT max(n) FROM evicted) - ?",
                    (EVICTED_IDS,))
 
@@ -225,7 +238,9 @@ class SQLiteStore(PredictionStore):
         return _record(row[0]) if row else None
 
     def was_evicted(self, prediction_id: str) -> bool:
-        return bool(self._query("SELECT 1 FROM evicted WHERE id = ?", (prediction_id,)))
+        """Evicted, and not written again since."""
+        return bool(self._query("SELECT 1 FROM evicted WHERE id = ? AND NOT EXISTS (SELECT 1 "
+                                "FROM records WHERE id = ?)", (prediction_id, prediction_id)))
 
     def page(self, kind: str, status: str | None, limit: int, cursor: str | None) -> Page:
         where = ["kind = ?"]
