@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cogserve.runtime.prediction import Prediction
@@ -65,9 +65,12 @@ class Durable:
         self.owner = uuid.uuid4().hex  # this server, in a shared store
         self.failure: str | None = None  # why the store cannot be used now (health)
         self._tracked: set[str] = set()  # accepted async ones: each change is written
-        self._sync: list[Write] = []  # finished sync ones, written at the next flush
+        self._sync: list[Prediction] = []  # finished sync ones, written at the next flush
         self._flush: asyncio.TimerHandle | None = None
-        self._pending: deque[tuple[list[Write], _Waiter | None]] = deque()
+        # what the writer thread has to write: Records and outbox changes, and finished
+        # sync predictions, which it turns into Records itself (a finished prediction
+        # never changes again, and its JSON was encoded on the loop)
+        self._pending: deque[tuple[Sequence[Write | Prediction], _Waiter | None]] = deque()
         self._wake = threading.Condition()
         self._closing = False
         self._thread: threading.Thread | None = None
@@ -142,7 +145,8 @@ class Durable:
                 return
             if self.failure is not None:  # its client has its answer; kept writes must
                 return  # not grow with every request of an outage
-            self._sync.append(record_of(prediction))
+            prediction.encoded()  # its final JSON, made here (the memory store made it)
+            self._sync.append(prediction)  # made a Record by the writer thread: off the loop
             if self._flush is None:
                 self._flush = asyncio.get_running_loop().call_later(SYNC_FLUSH, self._flush_sync)
         elif event is Event.START and prediction.id in self._tracked:
@@ -154,13 +158,13 @@ class Durable:
             batch, self._sync = self._sync, []
             self.post(batch)
 
-    def post(self, writes: list[Write]) -> None:
+    def post(self, writes: Sequence[Write | Prediction]) -> None:
         """Queue writes for the writer thread."""
         with self._wake:
             self._pending.append((writes, None))
             self._wake.notify()
 
-    def post_waited(self, writes: list[Write]) -> _Waiter:
+    def post_waited(self, writes: Sequence[Write]) -> _Waiter:
         """Queue writes; the future settles once they are written (or raises the
         StoreError of the first try that failed: they are still written later)."""
         waiter: _Waiter = concurrent.futures.Future()
@@ -201,7 +205,8 @@ class Durable:
                     return
                 taken = list(self._pending)
                 self._pending.clear()
-            batch = [write for writes, _ in taken for write in writes]
+            batch = [record_of(write) if isinstance(write, Prediction) else write
+                     for writes, _ in taken for write in writes]
             try:
                 self.store.write(batch, self.bounds, self.owner)
             except StoreError as exc:

@@ -53,7 +53,7 @@ class Bounds:
     age: float | None = None  # seconds since it finished; None: no bound
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen one costs ~5x to make (one per prediction)
 class Record:
     """One prediction as stored. `body` is its JSON as clients see it; `request` the
     JSON of what `runtime/recovery.py` needs to make it again (async ones only)."""
@@ -68,7 +68,7 @@ class Record:
     request: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Hook:
     """One webhook delivery of the outbox: `seq` orders a prediction's deliveries; a
     newer throttled update replaces a queued one by writing the same `seq` again."""
@@ -81,7 +81,7 @@ class Hook:
     headers: bytes = b"{}"  # JSON: the trace context the deliveries carry
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HookDone:
     """A delivery made (or given up on): it leaves the outbox."""
 

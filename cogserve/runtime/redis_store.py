@@ -45,35 +45,39 @@ if TYPE_CHECKING:
 EVICTED_IDS = 10_000
 WAY_OUT = "(--store memory serves without it, keeping nothing)"
 
+# ARGV: prefix, owner, then 8 per record: id kind status stage created finished body request
 _SAVE = """
-local P, id = ARGV[1], ARGV[2]
-local key = P .. 'r:' .. id
-local old = redis.call('HMGET', key, 'kind', 'status', 'finished', 'body')
-if old[1] then
-  redis.call('ZREM', P .. 's:' .. old[1] .. ':' .. old[2], id)
-  if old[3] then
-    redis.call('HINCRBY', P .. 'tot', 'count', -1)
-    redis.call('HINCRBY', P .. 'tot', 'bytes', -string.len(old[4]))
+local P, owner = ARGV[1], ARGV[2]
+for i = 3, #ARGV, 8 do
+  local id, kind, status, stage = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local created, finished, body, request = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+  local key = P .. 'r:' .. id
+  local old = redis.call('HMGET', key, 'kind', 'status', 'finished', 'body')
+  if old[1] then
+    redis.call('ZREM', P .. 's:' .. old[1] .. ':' .. old[2], id)
+    if old[3] then
+      redis.call('HINCRBY', P .. 'tot', 'count', -1)
+      redis.call('HINCRBY', P .. 'tot', 'bytes', -string.len(old[4]))
+    end
   end
-end
-local kind, status, stage, created = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-redis.call('HSET', key, 'kind', kind, 'status', status, 'stage', stage, 'created', created,
-           'body', ARGV[8], 'owner', ARGV[10])
-redis.call('ZADD', P .. 's:' .. kind, created, id)
-redis.call('ZADD', P .. 's:' .. kind .. ':' .. status, created, id)
-if stage == 'finished' then
-  redis.call('HSET', key, 'finished', ARGV[7])
-  redis.call('HDEL', key, 'request')
-  redis.call('ZREM', P .. 'unf', id)
-  redis.call('ZADD', P .. 'fin', ARGV[7], id)
-  redis.call('ZREM', P .. 'ev', id)
-  redis.call('HINCRBY', P .. 'tot', 'count', 1)
-  redis.call('HINCRBY', P .. 'tot', 'bytes', string.len(ARGV[8]))
-else
-  redis.call('HDEL', key, 'finished')
-  if ARGV[9] ~= '' then redis.call('HSET', key, 'request', ARGV[9]) end
-  redis.call('ZREM', P .. 'fin', id)
-  redis.call('ZADD', P .. 'unf', created, id)
+  redis.call('HSET', key, 'kind', kind, 'status', status, 'stage', stage, 'created', created,
+             'body', body, 'owner', owner)
+  redis.call('ZADD', P .. 's:' .. kind, created, id)
+  redis.call('ZADD', P .. 's:' .. kind .. ':' .. status, created, id)
+  if stage == 'finished' then
+    redis.call('HSET', key, 'finished', finished)
+    redis.call('HDEL', key, 'request')
+    redis.call('ZREM', P .. 'unf', id)
+    redis.call('ZADD', P .. 'fin', finished, id)
+    redis.call('ZREM', P .. 'ev', id)
+    redis.call('HINCRBY', P .. 'tot', 'count', 1)
+    redis.call('HINCRBY', P .. 'tot', 'bytes', string.len(body))
+  else
+    redis.call('HDEL', key, 'finished')
+    if request ~= '' then redis.call('HSET', key, 'request', request) end
+    redis.call('ZREM', P .. 'fin', id)
+    redis.call('ZADD', P .. 'unf', created, id)
+  end
 end
 """
 
@@ -190,20 +194,26 @@ class RedisStore(PredictionStore):
         p = self.prefix
         pipe = self.client.pipeline(transaction=True)
         scripts = self._scripts
+        saves: list[Any] = [p, owner]
+        now = time.time()
         for item in batch:
             if isinstance(item, Record):
                 finished = item.stage is Stage.FINISHED
-                scripts["save"](args=[p, item.id, item.kind, item.status, item.stage,
-                                      repr(item.created),
-                                      repr(time.time() if item.finished is None else item.finished)
-                                      if finished else "",
-                                      item.body, item.request or b"", owner], client=pipe)
-            elif isinstance(item, Hook):
+                when = (now if item.finished is None else item.finished) if finished else None
+                saves += [item.id, item.kind, item.status, item.stage, repr(item.created),
+                          "" if when is None else repr(when), item.body, item.request or b""]
+                continue
+            if len(saves) > 2:  # records before this outbox change go first, in order
+                scripts["save"](args=saves, client=pipe)
+                saves = [p, owner]
+            if isinstance(item, Hook):
                 packed = orjson.dumps([item.delivery, item.url, item.headers.decode(),
                                        item.body.decode()])
                 scripts["hook"](args=[p, item.id, item.seq, packed, owner], client=pipe)
             else:
                 scripts["done"](args=[p, item.id, item.seq], client=pipe)
+        if len(saves) > 2:
+            scripts["save"](args=saves, client=pipe)
         scripts["evict"](args=[p, bounds.count, bounds.bytes,
                                -1 if not bounds.age else time.time() - bounds.age, EVICTED_IDS],
                          client=pipe)
