@@ -80,6 +80,7 @@ class Recovery:
         self.durable = durable
         self.webhooks = webhooks
         self.tasks: set[asyncio.Task[None]] = set()
+        self._made: list[asyncio.Future[None]] = []  # the ends of those created again
 
     async def start(self) -> None:
         """Open the store's writer and claim what was left (a `Service.on_start` hook)."""
@@ -159,15 +160,18 @@ class Recovery:
                     output_file_prefix=request.output_file_prefix, context=request.context,
                     listeners=list(listeners), remember=True,
                     model_context=request.model_context, timeout=request.timeout)
+                self._made = [done for done in self._made if not done.done()]
+                self._made.append(prediction.done)
                 break
             except AlreadyRunning:
                 return
-            except (AtCapacity, QueueFull):  # more came back than there are places
-                waiting = [p.done for p in service.predictions.values()]
+            except (AtCapacity, QueueFull):  # more came back than there are places:
+                # wait for one of those made again to end (or a moment, if none runs)
+                waiting = [done for done in self._made if not done.done()]
                 if waiting:
                     await asyncio.wait(waiting, timeout=1.0,
                                        return_when=asyncio.FIRST_COMPLETED)
-                else:  # a slot held by a worker on its way back
+                else:
                     await asyncio.sleep(0.1)
             except Refusal as exc:
                 self._fail(record, f"prediction failed: {exc}")
