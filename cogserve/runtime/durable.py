@@ -98,6 +98,8 @@ class Durable:
             return
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        if self._flush is not None:
+            self._flush.cancel()
         self._flush_sync()
         with self._wake:
             self._closing = True
@@ -116,7 +118,9 @@ class Durable:
             except StoreError as exc:
                 self._failed(exc)
                 continue
-            if self.failure is not None and not self._pending:
+            with self._wake:
+                caught_up = not self._pending
+            if self.failure is not None and caught_up:  # else the writer says so
                 self._recovered()
             if (claimed.records or claimed.hooks) and self.on_claimed is not None:
                 self.on_claimed(claimed)
