@@ -36,7 +36,7 @@ from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import encoded_frame
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.records import Record, Stage, StoreError
-from cogserve.runtime.recovery import StoredRequest
+from cogserve.runtime.recovery import KEPT_REQUEST_BYTES, StoredRequest
 from cogserve.runtime.service import Service
 from cogserve.runtime.store import Finished
 from cogserve.states import Status, WebhookEvent
@@ -128,9 +128,13 @@ class CogRoutes:
         if path_id is None or service.running(path_id) is None:
             _refuse_large_body_early(service, scope)
         body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
+        body_size = 0
         if request_document.check_content_type(scope):
             # a big body's bytes go once parsed, before the input is validated and re-encoded
-            body = request_document.parse(await read_body(receive, scope, self.max_body))
+            raw = await read_body(receive, scope, self.max_body)
+            body_size = len(raw)
+            body = request_document.parse(raw)
+            del raw
         respond_async = "respond-async" in (header(scope, b"prefer") or "")
 
         prediction_id = path_id
@@ -194,8 +198,10 @@ class CogRoutes:
         )
         scope[PREDICTION_KEY] = prediction
         if durable is not None:
-            request = StoredRequest(mode, raw_input, webhook, events, prefix, context or None,
-                                    model_context, request_timeout(scope))
+            # what makes it again after a crash (its input unless too big to keep)
+            request = StoredRequest(mode, raw_input if body_size <= KEPT_REQUEST_BYTES else None,
+                                    webhook, events, prefix, context or None, model_context,
+                                    request_timeout(scope))
             try:
                 accepted = await durable.accept(prediction, request.encode())
             except StoreError as exc:  # not accepted: it must not run unrecorded

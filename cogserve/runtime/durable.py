@@ -38,6 +38,7 @@ from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.records import (
     Bounds,
     Claimed,
+    Dropped,
     Hook,
     HookDone,
     Page,
@@ -129,8 +130,9 @@ class Durable:
 
     async def accept(self, prediction: Prediction, request: bytes) -> bytes:
         """An async prediction: its record is written before this returns (and so
-        before its `202`); from now on each change of stage is written. Returns the
-        body recorded: the prediction as it was accepted, which the `202` carries."""
+        before its `202`); from now on each change of stage is written. `request`
+        (`recovery.StoredRequest`) makes it again if it never started. Returns the body
+        recorded: the prediction as it was accepted, which the `202` carries."""
         if self.failure is not None:
             raise StoreError(self.failure)
         self._tracked.add(prediction.id)
@@ -143,13 +145,14 @@ class Durable:
     def listener(self, prediction: Prediction, event: Event, payload: dict[str, Any]) -> None:
         """Prediction listener (every prediction Cog's routes can be asked for again)."""
         if event is Event.COMPLETED:
+            # its final JSON, made here (the memory store made it already)
+            too_big = len(prediction.encoded()) > self.bounds.bytes
             if prediction.id in self._tracked:
                 self._tracked.discard(prediction.id)
-                self.post([record_of(prediction)])
+                self.post([Dropped(prediction.id) if too_big else record_of(prediction)])
                 return
-            if self.failure is not None:  # its client has its answer; kept writes must
-                return  # not grow with every request of an outage
-            prediction.encoded()  # its final JSON, made here (the memory store made it)
+            if self.failure is not None or too_big:  # its client has its answer (and
+                return  # kept writes must not grow with every request of an outage)
             self._sync.append(prediction)  # made a Record by the writer thread: off the loop
             if self._flush is None:
                 self._flush = asyncio.get_running_loop().call_later(SYNC_FLUSH, self._flush_sync)

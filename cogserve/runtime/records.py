@@ -89,7 +89,15 @@ class HookDone:
     seq: int
 
 
-Write = Record | Hook | HookDone
+@dataclass(slots=True)
+class Dropped:
+    """A finished prediction too big for the bounds: forgotten at once (its record, if
+    it had one, goes) and remembered as evicted, as the memory store does."""
+
+    id: str
+
+
+Write = Record | Hook | HookDone | Dropped
 
 
 @dataclass

@@ -40,6 +40,11 @@ log = logging.getLogger("cogserve")
 
 STOPPED = ("prediction failed: the server stopped while it ran (its process ended before "
            "the prediction finished)")
+# a request body larger than this is not kept: the input itself (6 MiB and more is spilled
+# to a file for the worker) would make the record, and its write before the 202, as big
+KEPT_REQUEST_BYTES = 8 * 1024 * 1024
+UNKEPT = ("prediction failed: the server stopped before it ran, and its request was too "
+          f"large to keep (over {KEPT_REQUEST_BYTES} bytes) to run it again")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +52,7 @@ class StoredRequest:
     """An accepted request as Cog's routes validated it: enough to create it again."""
 
     mode: Mode
-    input: dict[str, Any]
+    input: dict[str, Any] | None  # None: too big to keep (KEPT_REQUEST_BYTES)
     webhook: str | None = None
     events: frozenset[WebhookEvent] | None = None
     output_file_prefix: str | None = None
@@ -102,10 +107,12 @@ class Recovery:
         writes: list[Write] = []
         queued: list[Record] = []
         for record in claimed.records:
-            if record.stage is Stage.QUEUED and record.request is not None:
+            request = StoredRequest.decode(record.request) if record.request else None
+            if record.stage is Stage.QUEUED and request is not None and \
+                    request.input is not None:
                 queued.append(record)
                 continue
-            final = finished_failed(record, STOPPED)
+            final = finished_failed(record, UNKEPT if record.stage is Stage.QUEUED else STOPPED)
             writes.append(final)
             terminal = self._terminal_hook(final, hooks[record.id])
             if terminal is not None:
@@ -144,6 +151,7 @@ class Recovery:
         recovered ones outnumber them)."""
         assert record.request is not None
         request = StoredRequest.decode(record.request)
+        assert request.input is not None
         service = self.service
         listeners = []
         if request.webhook is not None:

@@ -28,6 +28,7 @@ from cogserve.runtime.records import (
     SCHEMA_VERSION,
     Bounds,
     Claimed,
+    Dropped,
     Hook,
     Page,
     PredictionStore,
@@ -111,6 +112,24 @@ local n = redis.call('ZCARD', P .. 'ev')
 if n > cap then redis.call('ZREMRANGEBYRANK', P .. 'ev', 0, n - cap - 1) end
 """
 
+_DROP = """
+local P, id = ARGV[1], ARGV[2]
+local key = P .. 'r:' .. id
+local rec = redis.call('HMGET', key, 'kind', 'status', 'body', 'finished')
+if rec[1] then
+  redis.call('ZREM', P .. 's:' .. rec[1], id)
+  redis.call('ZREM', P .. 's:' .. rec[1] .. ':' .. rec[2], id)
+  if rec[4] then
+    redis.call('HINCRBY', P .. 'tot', 'count', -1)
+    redis.call('HINCRBY', P .. 'tot', 'bytes', -string.len(rec[3]))
+  end
+  redis.call('DEL', key)
+  redis.call('ZREM', P .. 'fin', id)
+  redis.call('ZREM', P .. 'unf', id)
+end
+redis.call('ZADD', P .. 'ev', ARGV[3], id)
+"""
+
 _HOOK = """
 redis.call('HSET', ARGV[1] .. 'h:' .. ARGV[2], ARGV[3], ARGV[4])
 redis.call('HSET', ARGV[1] .. 'hooked', ARGV[2], ARGV[5])
@@ -168,7 +187,7 @@ class RedisStore(PredictionStore):
                 url, socket_timeout=5.0, socket_connect_timeout=5.0, health_check_interval=0)
             self._scripts = {name: self.client.register_script(source) for name, source in
                              (("save", _SAVE), ("evict", _EVICT), ("hook", _HOOK),
-                              ("done", _DONE), ("claim", _CLAIM))}
+                              ("done", _DONE), ("drop", _DROP), ("claim", _CLAIM))}
             version = self.client.get(self.prefix + "version")
             if version is not None and int(version) > SCHEMA_VERSION:
                 raise StoreError(f"the prediction store at {url} was written by a newer "
@@ -203,13 +222,15 @@ class RedisStore(PredictionStore):
                 saves += [item.id, item.kind, item.status, item.stage, repr(item.created),
                           "" if when is None else repr(when), item.body, item.request or b""]
                 continue
-            if len(saves) > 2:  # records before this outbox change go first, in order
+            if len(saves) > 2:  # the records before this write go first, in order
                 scripts["save"](args=saves, client=pipe)
                 saves = [p, owner]
             if isinstance(item, Hook):
                 packed = orjson.dumps([item.delivery, item.url, item.headers.decode(),
                                        item.body.decode()])
                 scripts["hook"](args=[p, item.id, item.seq, packed, owner], client=pipe)
+            elif isinstance(item, Dropped):
+                scripts["drop"](args=[p, item.id, repr(now)], client=pipe)
             else:
                 scripts["done"](args=[p, item.id, item.seq], client=pipe)
         if len(saves) > 2:

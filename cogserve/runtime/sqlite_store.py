@@ -28,6 +28,7 @@ from cogserve.runtime.records import (
     SCHEMA_VERSION,
     Bounds,
     Claimed,
+    Dropped,
     Hook,
     HookDone,
     Page,
@@ -106,9 +107,12 @@ class SQLiteStore(PredictionStore):
     def __init__(self, path: str) -> None:
         self.path = os.path.abspath(path)
         self.description = self.path
-        self._local = threading.local()
-        self._guard = threading.Lock()
-        self._connections: list[sqlite3.Connection] = []  # every thread's, closed at the end
+        # two connections, both opened here so the server's descriptors do not grow
+        # later: the writer thread's, and one for reads from any thread (under a lock;
+        # WAL: reads never wait for the writer)
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._reading = threading.Lock()
         folder = os.path.dirname(self.path)
         try:
             os.makedirs(folder, exist_ok=True)
@@ -129,7 +133,7 @@ class SQLiteStore(PredictionStore):
         try:
             self._open()
         except BaseException:
-            self._unlock()
+            self.close("")
             raise
 
     def _open(self) -> None:
@@ -137,7 +141,7 @@ class SQLiteStore(PredictionStore):
             raise StoreError(f"the prediction store {self.path} cannot be read and written "
                              f"by this user {WAY_OUT}")
         try:
-            db = self._db()
+            db = self._writer = _connect(self.path)
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise StoreError(f"the prediction store {self.path} was written by a newer "
@@ -151,23 +155,10 @@ class SQLiteStore(PredictionStore):
             db.execute("PRAGMA journal_mode=WAL")
             with db:
                 db.executescript(_SCHEMA)
+            self._reader = _connect(self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"the prediction store {self.path} cannot be used: {exc} "
                              f"{WAY_OUT}") from None
-
-    def _db(self) -> sqlite3.Connection:
-        """This thread's connection (the writer thread's, or a reader's)."""
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            # one per thread; `close` closes them all from the writer's thread
-            db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None,
-                                 check_same_thread=False)
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA busy_timeout=5000")
-            self._local.db = db
-            with self._guard:
-                self._connections.append(db)
-        return db
 
     # ------------------------------------------------------------ writing
 
@@ -175,8 +166,11 @@ class SQLiteStore(PredictionStore):
         now = time.time()
         records = []
         outbox: list[Hook | HookDone] = []
+        dropped = []
         for item in batch:
-            if isinstance(item, Record):
+            if isinstance(item, Dropped):
+                dropped.append((item.id,))
+            elif isinstance(item, Record):
                 finished = item.stage is Stage.FINISHED
                 records.append((item.id, item.kind, item.status, item.stage, item.created,
                                 (now if item.finished is None else item.finished)
@@ -184,8 +178,9 @@ class SQLiteStore(PredictionStore):
                                 item.body, None if finished else item.request, owner))
             else:
                 outbox.append(item)
+        db = self._writer
+        assert db is not None, "closed"
         try:
-            db = self._db()
             db.execute("BEGIN IMMEDIATE")
             try:
                 # in order: a later write of an id wins (tables apart need no order)
@@ -198,6 +193,9 @@ class SQLiteStore(PredictionStore):
                     else:
                         db.execute("DELETE FROM outbox WHERE id = ? AND seq = ?",
                                    (hook.id, hook.seq))
+                if dropped:  # after the records: a drop follows the record it ends
+                    db.executemany("DELETE FROM records WHERE id = ?", dropped)
+                    db.executemany("INSERT OR REPLACE INTO evicted (id) VALUES (?)", dropped)
                 self._evict(db, bounds)
                 db.execute("COMMIT")
             except BaseException:
@@ -271,11 +269,10 @@ class SQLiteStore(PredictionStore):
         pass  # the file lock says it
 
     def close(self, owner: str) -> None:
-        with self._guard:
-            connections, self._connections = self._connections, []
-        for db in connections:
-            db.close()
-        self._local = threading.local()
+        for db in (self._writer, self._reader):
+            if db is not None:
+                db.close()
+        self._writer = self._reader = None
         self._unlock()
 
     def _unlock(self) -> None:
@@ -285,9 +282,20 @@ class SQLiteStore(PredictionStore):
 
     def _query(self, sql: str, args: Sequence[object]) -> list[tuple[Any, ...]]:
         try:
-            return self._db().execute(sql, tuple(args)).fetchall()
+            with self._reading:
+                assert self._reader is not None, "closed"
+                return self._reader.execute(sql, tuple(args)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"reading the prediction store {self.path} failed: {exc}") from exc
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    # autocommit (transactions are explicit); used by one thread at a time, not always
+    # the one that opened it
+    db = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=5000")
+    return db
 
 
 def _record(row: tuple[Any, ...]) -> Record:

@@ -27,6 +27,8 @@ def test_a_stored_request_comes_back_as_it_was_accepted():
     assert StoredRequest.decode(request.encode()) == request
     bare = StoredRequest(Mode.PREDICT, {})
     assert StoredRequest.decode(bare.encode()) == bare
+    too_big = StoredRequest(Mode.PREDICT, None, "http://h/hook")  # the webhook is kept
+    assert StoredRequest.decode(too_big.encode()) == too_big
 
 
 def test_a_record_that_was_running_ends_failed_saying_why():

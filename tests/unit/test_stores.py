@@ -21,6 +21,7 @@ from cogserve.runtime.records import (
     SCHEMA_VERSION,
     Bounds,
     Claimed,
+    Dropped,
     Hook,
     HookDone,
     Page,
@@ -114,6 +115,15 @@ def test_a_finished_id_written_again_is_counted_once(store):
         store.write([rec("same", finished=1.0)], Bounds(2, 1 << 30), "me")
     store.write([rec("other", finished=2.0)], Bounds(2, 1 << 30), "me")
     assert store.get("same") is not None and store.get("other") is not None
+
+
+def test_a_dropped_one_is_forgotten_and_said_evicted(store):
+    store.write([rec("big", Stage.RUNNING, status="processing", request=b"{}"),
+                 rec("kept", finished=2.0)], Bounds(1, 1 << 30), "me")
+    store.write([Dropped("big")], Bounds(1, 1 << 30), "me")
+    assert store.get("big") is None and store.was_evicted("big")
+    assert store.claim("someone-else").records == []  # nothing left to recover
+    assert store.get("kept") is not None  # the count bound did not count it
 
 
 def test_listing_is_newest_first_by_status_and_pages_without_gaps(store):
