@@ -86,6 +86,17 @@ def test_a_record_goes_through_its_stages_and_keeps_its_request_until_it_finishe
     assert store.get("never") is None
 
 
+def test_a_big_body_is_stored_whole_and_in_order(store):
+    big = rec("big", Stage.RUNNING, status="processing", size=3 << 20, request=b"{}")
+    store.write([big, rec("big", finished=2.0, size=3 << 20), rec("small", finished=3.0)],
+                WIDE, "me")
+    got = store.get("big")
+    assert got is not None and got.stage is Stage.FINISHED and got.body == rec(
+        "big", finished=2.0, size=3 << 20).body
+    store.write([rec("x", finished=4.0, size=3 << 20)], Bounds(100, len(got.body) + 10), "me")
+    assert store.get("big") is None and store.was_evicted("big")  # its bytes were counted
+
+
 def test_finished_ones_are_bounded_by_count_oldest_first(store):
     store.write([rec(f"c{i}", created=i, finished=i) for i in range(5)], Bounds(3, 1 << 30), "me")
     assert [store.get(f"c{i}") is not None for i in range(5)] == [False, False, True, True, True]
