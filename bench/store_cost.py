@@ -66,7 +66,7 @@ def in_process(folder: pathlib.Path, redis_url: str) -> None:
     from cogserve.runtime.records import Bounds, PredictionStore
     from cogserve.runtime.redis_store import RedisStore
     from cogserve.runtime.sqlite_store import SQLiteStore
-    from cogserve.runtime.states import Event
+    from cogserve.states import Event
 
     bounds = Bounds(1000, 64 << 20)
 

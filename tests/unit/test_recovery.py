@@ -9,7 +9,7 @@ import orjson
 from cogserve.protocol import Mode
 from cogserve.runtime.records import Hook, Record, Stage
 from cogserve.runtime.recovery import STOPPED, Recovery, StoredRequest, finished_failed
-from cogserve.runtime.states import WebhookEvent
+from cogserve.states import WebhookEvent
 
 
 def running(request: StoredRequest | None) -> Record:
