@@ -33,21 +33,21 @@ def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_B
     """The service, its app, and the event that asks the server to shut down. The
     prediction store (`settings.store`) is opened here: one that cannot be used raises
     `StoreError` before anything starts."""
-    service = Service(config, settings)
-    service.durable = open_durable(service)
+    service = Service(config, settings, durable=open_durable(config, settings))
     stop = asyncio.Event()
     app = build_app(service, max_body=max_body, on_shutdown=stop.set)
     return app, service, stop
 
 
-def open_durable(service: Service) -> Durable | None:
-    """The durable side of `--store` (None for `memory`)."""
+def open_durable(config: ModelConfig, settings: Settings) -> Durable | None:
+    """The durable side of `--store` (None for `memory`); its keys in a shared store
+    are the model's name (`Service.model_name`)."""
     from cogserve.runtime import store_choice
     from cogserve.runtime.durable import Durable
     from cogserve.runtime.records import Bounds
 
-    settings = service.settings
-    store = store_choice.open_store(settings.store, service.model_name)
+    store = store_choice.open_store(settings.store,
+                                    settings.model_name or config.default_name())
     if store is None:
         return None
     return Durable(store, Bounds(settings.recent_count, settings.recent_bytes,

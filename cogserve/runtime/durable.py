@@ -159,6 +159,14 @@ class Durable:
         elif event is Event.START and prediction.id in self._tracked:
             self.post([record_of(prediction)])
 
+    def record_start(self, prediction: Prediction) -> _Waiter | None:
+        """`Predictions.record_start`: a queued async prediction is written `running`
+        before its worker gets it (a write's round trip later); None for the others,
+        and while the store fails (it starts at once, as without a store)."""
+        if prediction.id not in self._tracked or self.failure is not None:
+            return None
+        return self.post_waited([record_of(prediction, stage=Stage.RUNNING)])
+
     def _flush_sync(self) -> None:
         self._flush = None
         if self._sync:
@@ -288,14 +296,12 @@ class Outbox:
         self.durable.post([HookDone(self.prediction_id, seq)])
 
 
-def record_of(prediction: Prediction, request: bytes | None = None) -> Record:
-    """The prediction as stored now."""
-    if prediction.terminal:
-        stage = Stage.FINISHED
-    elif prediction.started_at is not None:
-        stage = Stage.RUNNING
-    else:
-        stage = Stage.QUEUED
+def record_of(prediction: Prediction, request: bytes | None = None,
+              stage: Stage | None = None) -> Record:
+    """The prediction as stored now (`stage`: as it is about to be)."""
+    if stage is None:
+        stage = (Stage.FINISHED if prediction.terminal else
+                 Stage.RUNNING if prediction.started_at is not None else Stage.QUEUED)
     completed = prediction.completed_at
     return Record(prediction.id, prediction.kind, prediction.status, stage,
                   prediction.created_at.timestamp(), prediction.encoded(),

@@ -65,7 +65,7 @@ _ID_LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz234
 class Service:
     def __init__(self, config: ModelConfig, settings: Settings, *, gate: bool = False,
                  on_setup_log: Callable[[str], None] | None = None,
-                 spawner: Spawner = WorkerProcess) -> None:
+                 spawner: Spawner = WorkerProcess, durable: Durable | None = None) -> None:
         self.settings = settings
         self.events = EventBus()  # what happens here, for metrics and tracing
         # the parent's name resolution for what connects out (uploads here, webhooks in
@@ -81,8 +81,11 @@ class Service:
             queue_timeout=settings.queue_timeout, cancel_timeout=settings.cancel_timeout)
         listener.on_data = self._predictions.on_data  # the per-frame path: one call
         self._recent = FinishedStore(settings.recent_count, settings.recent_bytes)
-        # the durable store (--store; None: memory only), written by its listener
-        self.durable: Durable | None = None
+        # the durable store (--store; None: memory only), written by its listener; a
+        # queued prediction it keeps starts once its start is written
+        self.durable = durable
+        if durable is not None:
+            self._predictions.record_start = durable.record_start
         self._validators: dict[Mode, InputValidator] = {}
         self._model: ModelInfo | None = None
         self.on_schema: list[Callable[[], None]] = []
