@@ -290,8 +290,8 @@ class CogRoutes:
         """The durable store's record of an id this server does not hold (it ran before
         a restart, or on a replica); None without a store."""
         durable = self.service.durable
-        if durable is None:
-            return None
+        if durable is None or self.service.evicted(prediction_id) is not None:
+            return None  # evicted here: the store's copy (batched) goes the same way
         try:
             stored = await durable.get(prediction_id)
         except StoreError as exc:
