@@ -9,6 +9,7 @@ arrive. The model writes a line per run to a file, so "once" is counted, not ass
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -21,6 +22,8 @@ import pytest
 from harness import Server
 from receiver import Receiver
 from redisproc import RedisProcess
+
+from cogserve.runtime.store_choice import default_path
 
 ASYNC = {"Prefer": "respond-async"}
 STOPPED = "the server stopped while it ran"
@@ -42,6 +45,13 @@ def kill(server: Server) -> None:
     """SIGKILL the server (its worker dies with it), and reap it."""
     os.killpg(server.pid, signal.SIGKILL)
     server.process.wait(timeout=10)
+
+
+def stage_in(path: pathlib.Path, prediction_id: str) -> str | None:
+    """The stage a SQLite store file holds for an id (read beside the server: WAL)."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        row = db.execute("SELECT stage FROM records WHERE id = ?", (prediction_id,)).fetchone()
+    return row[0] if row else None
 
 
 def runs(path: pathlib.Path) -> list[str]:
@@ -150,6 +160,10 @@ def test_the_default_store_is_found_again_by_the_same_model_folder_and_port(serv
                          json={"input": {"text": "kept", "runs": str(runs_file)}})
     assert r.status_code == 202
     until(lambda: status_of(first, "kept") == "succeeded", "kept succeeded")
+    # its end reaches the file a write later than the answer (the README says so): wait
+    # for it there, or the kill may come first and the restart fail it as interrupted
+    path = default_path(first.directory, first.port)
+    until(lambda: stage_in(path, "kept") == "finished", "the finished record on disk")
     kill(first)
     other_port = serve("durable")  # another port: another store, it never meets the first
     assert other_port.client.get("/predictions/kept").status_code == 404
