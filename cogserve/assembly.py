@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogserve.config import ModelConfig
 from cogserve.http.app import App
@@ -21,17 +21,37 @@ from cogserve.http.cog_routes import CogRoutes
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import ObservabilityOptions, Settings
 
+if TYPE_CHECKING:
+    from cogserve.runtime.durable import Durable
+
 WEBHOOK_DRAIN_SECONDS = 10.0
 DEFAULT_MAX_BODY = 128 * 1024 * 1024
 
 
 def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_BODY
           ) -> tuple[App, Service, asyncio.Event]:
-    """The service, its app, and the event that asks the server to shut down."""
-    service = Service(config, settings)
+    """The service, its app, and the event that asks the server to shut down. The
+    prediction store (`settings.store`) is opened here: one that cannot be used raises
+    `StoreError` before anything starts."""
+    service = Service(config, settings, durable=open_durable(config, settings))
     stop = asyncio.Event()
     app = build_app(service, max_body=max_body, on_shutdown=stop.set)
     return app, service, stop
+
+
+def open_durable(config: ModelConfig, settings: Settings) -> Durable | None:
+    """The durable side of `--store` (None for `memory`); its keys in a shared store
+    are the model's name (`Service.model_name`)."""
+    from cogserve.runtime import store_choice
+    from cogserve.runtime.durable import Durable
+    from cogserve.runtime.records import Bounds
+
+    store = store_choice.open_store(settings.store,
+                                    settings.model_name or config.default_name())
+    if store is None:
+        return None
+    return Durable(store, Bounds(settings.recent_count, settings.recent_bytes,
+                                 settings.recent_age), settings.store_lease)
 
 
 def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None]) -> App:
@@ -43,8 +63,12 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
     # webhooks: only requests that name one get a sender; queued deliveries get
     # WEBHOOK_DRAIN_SECONDS to finish on a graceful shutdown
     senders = webhooks.Webhooks(webhooks.WebhookConfig.from_env(), service.resolver,
-                                bus=service.events)
+                                bus=service.events, durable=service.durable)
     service.on_drain.append(lambda: senders.drain(WEBHOOK_DRAIN_SECONDS))
+    if service.durable is not None:  # at start: take over what a dead server left
+        from cogserve.runtime.recovery import Recovery
+
+        service.on_start.append(Recovery(service, service.durable, senders).start)
     cog = CogRoutes(service, max_body, on_shutdown,
                     webhook_listener=senders.listener,
                     # `Accept: text/event-stream` on /predictions (streaming models; others 406)

@@ -24,6 +24,7 @@ from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.log_writer import BackgroundLogHandler
 from cogserve.protocol import Mode
+from cogserve.runtime.records import StoreError
 from cogserve.states import Event
 
 if TYPE_CHECKING:  # for an annotation only: the predict path imports its modules where used
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--no-mcp", dest="mcp", action="store_false",
                        help="do not serve the model as an MCP tool at /mcp")
     _capacity_flags(serve)
+    serve.add_argument("--store", default=None, metavar="PATH|memory|redis://HOST:PORT/DB",
+                       help="where predictions outlive the server (COGSERVE_STORE): a SQLite "
+                            "file (default: one per model folder and port in "
+                            "$COGSERVE_STATE_DIR, else ~/.local/state/cogserve), memory "
+                            "(nothing kept on disk), or a Redis shared by replicas")
     serve.add_argument("--no-metrics", dest="metrics", action="store_false", default=None,
                        help="do not serve Prometheus metrics (COGSERVE_METRICS=0)")
     serve.add_argument("--metrics-port", type=int, default=None,
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
             _schema(args)
         elif args.command == "env":
             sys.exit(env_command.run(args))
-    except DefinitionError as exc:
+    except (DefinitionError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:  # Ctrl-C: the worker has been stopped; no traceback
@@ -240,6 +246,7 @@ def _serve(args: argparse.Namespace) -> None:
     from cogserve import assembly
     from cogserve.http import server
     from cogserve.runtime import settings as runtime_settings
+    from cogserve.runtime import store_choice
     from cogserve.runtime.settings import ObservabilityOptions
 
     config = load_config(args.directory, args.predictor)
@@ -252,6 +259,9 @@ def _serve(args: argparse.Namespace) -> None:
     settings.playground = args.playground
     settings.mcp = args.mcp
     _apply_capacity(args, settings)
+    settings.store = store_choice.choose(
+        args.store if args.store is not None else env_text("COGSERVE_STORE"),
+        config.directory, args.port)
     settings.observability = ObservabilityOptions.from_env(
         metrics=args.metrics, metrics_port=args.metrics_port, host=args.host)
     uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(

@@ -132,6 +132,18 @@ def env_store_root() -> pathlib.Path:
     return base / "cogserve" / "envs"
 
 
+def env_state_root() -> pathlib.Path:
+    """The folder of what a server keeps between runs (its prediction stores):
+    `COGSERVE_STATE_DIR`, else `$XDG_STATE_HOME/cogserve`, else `~/.local/state/cogserve`
+    (XDG_STATE_HOME read as the XDG spec says: unset or empty means ~/.local/state)."""
+    explicit = env_text("COGSERVE_STATE_DIR")
+    if explicit:
+        return pathlib.Path(explicit).expanduser().resolve()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".local" / "state"
+    return base / "cogserve"
+
+
 # ---------------------------------------------------------------- read by the worker
 # The parent calls `check_worker_variables` at start, so a bad value stops the server
 # there rather than failing the first prediction that downloads a file.

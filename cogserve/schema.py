@@ -285,6 +285,43 @@ def _id_param(name: str, title: str) -> dict[str, Any]:
             "in": "path"}
 
 
+def _listing(kind: str, response_ref: str) -> dict[str, Any]:
+    """`GET /predictions` (`/trainings`): an addition to Cog's API, beside polling one id
+    with `GET /predictions/{id}`; see README "Beyond Cog's API"."""
+    plural = f"{kind}s"
+    return {
+        "summary": f"List {plural.title()}",
+        "description": f"{plural.capitalize()} newest first, a page at a time: those the "
+                       "prediction store keeps (--store), or with --store memory those this "
+                       "server runs, queues and recently finished. Poll one with GET "
+                       f"/{plural}/{{id}}.",
+        "operationId": f"list_{plural}_{plural}_get",
+        "parameters": [
+            {"name": "status", "in": "query", "required": False,
+             "schema": {"$ref": "#/components/schemas/Status"}},
+            {"name": "limit", "in": "query", "required": False,
+             "schema": {"title": "Limit", "type": "integer", "minimum": 1, "maximum": 1000,
+                        "default": 100}},
+            {"name": "cursor", "in": "query", "required": False,
+             "schema": {"title": "Cursor", "type": "string",
+                        "description": "where the page starts: from a previous page's `next`"}},
+        ],
+        "responses": {
+            "200": {"description": "Successful Response", "content": {"application/json": {
+                "schema": {"title": f"{kind.title()} List", "type": "object",
+                           "required": ["results", "next"], "properties": {
+                               "results": {"type": "array", "items": {"$ref": response_ref}},
+                               "next": {"type": "string", "nullable": True,
+                                        "description": "the URL of the next page; null "
+                                                       "on the last"}}}}}},
+            "400": {"description": "Bad Request: a status, limit or cursor that is not valid",
+                    "content": {"application/json": {"schema": {
+                        "$ref": "#/components/schemas/ErrorResponse"}}}},
+            **_errors("401", "503"),
+        },
+    }
+
+
 _PREDICTION_PATHS: dict[str, Any] = {
     "/": {"get": {"summary": "Root", "operationId": "root__get", "responses": {**_plain("Response Root  Get"), **_errors("401")}}},
     "/health-check": {"get": {"summary": "Healthcheck", "operationId": "healthcheck_health_check_get",
@@ -293,7 +330,8 @@ _PREDICTION_PATHS: dict[str, Any] = {
         "summary": "Predict", "description": "Run a single prediction on the model",
         "operationId": "predict_predictions_post", "parameters": [_PREFER],
         "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/PredictionRequest"}}}},
-        "responses": _ok("#/components/schemas/PredictionResponse")}},
+        "responses": _ok("#/components/schemas/PredictionResponse")},
+        "get": _listing("prediction", "#/components/schemas/PredictionResponse")},
     "/predictions/{prediction_id}": {"put": {
         "summary": "Predict Idempotent",
         "description": "Run a single prediction on the model (idempotent creation).",
@@ -386,7 +424,8 @@ def _training_paths() -> dict[str, Any]:
         "/trainings": {"post": {
             "summary": "Train", "operationId": "train_trainings_post", "parameters": [_PREFER],
             "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/TrainingRequest"}}}},
-            "responses": _ok("#/components/schemas/TrainingResponse")}},
+            "responses": _ok("#/components/schemas/TrainingResponse")},
+            "get": _listing("training", "#/components/schemas/TrainingResponse")},
         "/trainings/{training_id}": {"put": {
             "summary": "Train Idempotent", "operationId": "train_idempotent_trainings__training_id__put",
             "parameters": [_id_param("training_id", "Training ID"), _PREFER],

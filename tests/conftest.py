@@ -18,6 +18,7 @@ from harness import Server  # noqa: E402
 # finds exactly the suite's own leftovers, whoever else runs cogserve on the machine.
 SESSION_MARK = "COGSERVE_TEST_SESSION"
 ENV_DIR = "model-envs"
+STATE_DIR = "server-state"  # the servers' default prediction stores (COGSERVE_STATE_DIR)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,6 +29,9 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[SESSION_MARK] = secrets.token_hex(8)
     # model environments (cogserve/envs) of the whole session; uv keeps its download cache
     os.environ["COGSERVE_ENV_DIR"] = os.path.join(root, ENV_DIR)
+    # every server's default store (one SQLite file per model folder and port) lives here,
+    # not in the home folder, and goes with the session
+    os.environ["COGSERVE_STATE_DIR"] = os.path.join(root, STATE_DIR)
     config.stash[_root_key] = root
 
 
@@ -83,7 +87,7 @@ def nothing_left_behind(pytestconfig: pytest.Config) -> Iterator[None]:
         except ProcessLookupError:
             pass
     files = sorted(p.name for p in root.iterdir() if not p.name.startswith("pytest-of-")
-                   and p.name != ENV_DIR)
+                   and p.name not in (ENV_DIR, STATE_DIR))
     assert not procs, f"tests left processes running: {procs}"
     assert not files, f"tests left temporary files in TMPDIR: {files}"
 

@@ -46,11 +46,12 @@ class Server:
 
     def __init__(self, model: str | pathlib.Path, *args: str, env: dict[str, str] | None = None,
                  wait: str | None = "READY", timeout: float = 30.0,
-                 prefix: list[str] | None = None) -> None:
+                 prefix: list[str] | None = None, port: int | None = None) -> None:
         """`prefix` runs the server through a command that ends by exec-ing it (its pid
-        stays the server's), e.g. to give it a DNS configuration of its own."""
+        stays the server's), e.g. to give it a DNS configuration of its own. `port`: the
+        port of a server that was stopped, to start it again the same way."""
         self.directory = pathlib.Path(model) if os.path.isabs(str(model)) else MODELS / model
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="cogserve-test-", suffix=".log",
                                                delete=False)

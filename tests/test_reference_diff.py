@@ -113,8 +113,10 @@ HELLO = [
     Case("root", (Request("GET", "/", headers=()),)),
     Case("unknown_route", (Request("GET", "/nope", headers=()),)),
     Case("unknown_nested_route", (Request("GET", "/predictions/a/b", headers=()),)),
-    Case("get_predictions", (Request("GET", "/predictions", headers=()),)),
-    Case("put_predictions", (Request("PUT", "/predictions", b"{}"),)),
+    Case("get_predictions", (Request("GET", "/predictions", headers=()),),
+         known=("list_predictions",)),
+    Case("put_predictions", (Request("PUT", "/predictions", b"{}"),),
+         known=("list_predictions",)),
     Case("delete_prediction", (Request("DELETE", "/predictions/diff-x", headers=()),),
          known=("get_prediction",)),
     Case("get_cancel", (Request("GET", "/predictions/diff-x/cancel", headers=()),)),
@@ -152,7 +154,8 @@ TRAININGS = [
     Case("train_put_twice", (put("diff-train", {"text": "t"}, path="/trainings"),
                              put("diff-train", {"text": "t"}, path="/trainings"))),
     Case("train_cancel_unknown", (Request("POST", "/trainings/diff-nope/cancel", headers=()),)),
-    Case("train_get_trainings", (Request("GET", "/trainings", headers=()),)),
+    Case("train_get_trainings", (Request("GET", "/trainings", headers=()),),
+         known=("list_predictions",)),
 ]
 
 # tests/models/hooks: an iterator that logs a line before each token
@@ -205,6 +208,14 @@ def _get_prediction(ref: dict[str, Any], cog: dict[str, Any]) -> None:
         assert cog["status"] == 404 and "diff-nope" in cog["body"]["error"]
 
 
+def _list_predictions(ref: dict[str, Any], cog: dict[str, Any]) -> None:
+    assert ref["status"] == 405 and ref["allow"] == "POST"
+    if cog["status"] == 405:  # another method: GET and HEAD are allowed too
+        assert cog["allow"] == "GET,HEAD,POST"
+    else:
+        assert cog["status"] == 200 and isinstance(cog["body"]["results"], list)
+
+
 def _failed_sync_logs(ref: dict[str, Any], cog: dict[str, Any]) -> None:
     assert ref["body"]["logs"] == []  # though run() printed "log 0"
     assert "log 0" in cog["body"]["logs"] and "Traceback (most recent call last):" in \
@@ -247,6 +258,11 @@ KNOWN: dict[str, Known] = {
     "get_prediction": Known(
         "spec README additions: GET /predictions/{id} exists (404 for an unknown id), so "
         "405's Allow names GET and HEAD too", _get_prediction),
+    "list_predictions": Known(
+        "issue 27 (README 'Beyond Cog's API', docs/architecture.md runtime/listing.py): GET "
+        "/predictions (and /trainings) lists them by status, "
+        "newest first, paged (coglet answers 405, allow POST), so a 405's Allow names GET and "
+        "HEAD too", _list_predictions),
     "cancel_final_state": Known(
         "README 'Recent predictions' and docs/reliability.md defect 11: a cancel answers once "
         "the prediction ended, with its final state (coglet answers {} at once)",

@@ -118,7 +118,9 @@ class CogserveReplica:
                        model_name: str | None, ingress: Ingress) -> None:  # Ray awaits it
         from cogserve import assembly
         from cogserve.config import load_config
+        from cogserve.envvars import env_text
         from cogserve.runtime import settings as runtime_settings
+        from cogserve.runtime import store_choice
 
         config = load_config(directory, predictor)
         settings = runtime_settings.for_model(config)  # with cog.yaml's packages (#18)
@@ -129,6 +131,11 @@ class CogserveReplica:
         # predictions beyond the slots wait in the replica's queue instead of 409: Ray sends
         # a replica at most slots + QUEUE_HEADROOM requests, so the queue never overflows
         settings.queue_size = settings.queue_size or QUEUE_HEADROOM
+        # a replica has no port of its own, so no default store file: COGSERVE_STORE names
+        # one (redis://...: shared by the replicas), else memory
+        stored = env_text("COGSERVE_STORE")
+        if stored:
+            settings.store = store_choice.choose(stored, config.directory, 0)
         app, self.service, _ = assembly.build(config, settings)
         await self.service.start()
         await self.service.ready.wait()

@@ -53,7 +53,7 @@ class App:
             "/": {"GET": cog.root},
             "/health-check": {"GET": cog.health_check},
             "/openapi.json": {"GET": cog.openapi},
-            "/predictions": {"POST": cog.create},
+            "/predictions": {"POST": cog.create, "GET": cog.index},
             "/shutdown": {"POST": cog.shutdown},
         }
         if service.config.predict_ref:
@@ -65,7 +65,7 @@ class App:
                           "/predictions/{prediction_id}/cancel": refuse,
                           "/predictions/{path:path}": refuse})
         if service.config.train_ref:
-            table["/trainings"] = {"POST": self._create_training}
+            table["/trainings"] = {"POST": self._create_training, "GET": self._list_trainings}
             table.update(self._items(Mode.TRAIN))
         table.update(routes or {})
         # the table, then the extra front ends (the V2 protocol): a path prefix and an ASGI
@@ -144,6 +144,9 @@ class App:
 
     async def _create_training(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.cog.create(scope, receive, send, mode=Mode.TRAIN)
+
+    async def _list_trainings(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.cog.index(scope, receive, send, mode=Mode.TRAIN)
 
     async def _no_predictor(self, *_: Any) -> None:
         raise HTTPError(404, {"error": "This model has no predictor: its cog.yaml names only "

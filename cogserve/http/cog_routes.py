@@ -10,10 +10,13 @@ arrives as a `Refusal`; `refusal_response` is the one place it becomes Cog's ans
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import orjson
 
 import cogserve
 from cogserve.http import refusals, request_document
@@ -30,7 +33,10 @@ from cogserve.http.responses import (
 from cogserve.protocol import Mode
 from cogserve.runtime.errors import InputNotSendable, Refusal, UnknownPrediction
 from cogserve.runtime.health import HealthSnapshot
+from cogserve.runtime.history import encoded_frame
 from cogserve.runtime.prediction import Listener, Prediction
+from cogserve.runtime.records import Record, Stage, StoreError
+from cogserve.runtime.recovery import KEPT_REQUEST_BYTES, StoredRequest
 from cogserve.runtime.service import Service
 from cogserve.runtime.store import Finished
 from cogserve.states import Status, WebhookEvent
@@ -42,6 +48,8 @@ WebhookListenerFactory = Callable[[str, frozenset[WebhookEvent] | None], Listene
 SSEHandler = Callable[[Scope, Receive, Send, Prediction, bool], Awaitable[None]]
 _ID = re.compile(r"^[^/]{1,256}$")
 _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
+LIST_LIMIT, LIST_MAX = 100, 1000  # GET /predictions: a page's default and largest size
+_STATUSES = tuple(Status)
 
 
 def refusal_response(exc: Refusal) -> HTTPError:
@@ -120,9 +128,13 @@ class CogRoutes:
         if path_id is None or service.running(path_id) is None:
             _refuse_large_body_early(service, scope)
         body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
+        body_size = 0
         if request_document.check_content_type(scope):
             # a big body's bytes go once parsed, before the input is validated and re-encoded
-            body = request_document.parse(await read_body(receive, scope, self.max_body))
+            raw = await read_body(receive, scope, self.max_body)
+            body_size = len(raw)
+            body = request_document.parse(raw)
+            del raw
         respond_async = "respond-async" in (header(scope, b"prefer") or "")
 
         prediction_id = path_id
@@ -142,6 +154,10 @@ class CogRoutes:
             finished = service.finished(path_id, _kind(mode))
             if finished is not None:  # a retry of a finished id: answered, never run again
                 await _respond_finished(send, finished, respond_async, wants_sse)
+                return
+            stored = await self._stored(path_id, mode)  # before a restart, or a replica's
+            if stored is not None:
+                await _respond_stored(send, stored, respond_async, wants_sse)
                 return
         elif body_id is not None:
             if not _ID.match(body_id):
@@ -165,6 +181,10 @@ class CogRoutes:
                  "type": "value_error.missing" if e.kind is ErrorKind.MISSING else "value_error"}
                 for e in errors
             ]})
+        # accepted asynchronously: with a durable store, written before it is answered
+        durable = service.durable if respond_async or webhook else None
+        if durable is not None and durable.failure is not None:
+            raise _store_unavailable(durable.failure)
         listeners: list[Listener] = []
         if webhook and self.webhook_listener is not None:
             listeners.append(self.webhook_listener(webhook, events))
@@ -177,6 +197,20 @@ class CogRoutes:
             model_context=model_context, timeout=request_timeout(scope),
         )
         scope[PREDICTION_KEY] = prediction
+        if durable is not None:
+            # what makes it again after a crash (its input unless too big to keep)
+            request = StoredRequest(mode, raw_input if body_size <= KEPT_REQUEST_BYTES else None,
+                                    webhook, events, prefix, context or None, model_context,
+                                    request_timeout(scope))
+            try:
+                accepted = await durable.accept(prediction, request.encode())
+            except StoreError as exc:  # not accepted: it must not run unrecorded
+                with contextlib.suppress(UnknownPrediction):
+                    service.cancel(prediction.id)
+                raise _store_unavailable(str(exc)) from None
+            if respond_async and not wants_sse:  # as it was when accepted, as without a store
+                await send_json(send, 202, accepted)
+                return
         await self._respond(scope, receive, send, prediction, respond_async, wants_sse,
                             created=True)
 
@@ -212,6 +246,12 @@ class CogRoutes:
             await send_json(send, 200, finished.body)
         elif running is not None:  # still ending (past the bound): its state as it is now
             await send_json(send, 200, running.to_dict())
+        elif (stored := await self._stored(prediction_id, mode)) is not None:
+            if stored.stage is not Stage.FINISHED:  # a replica runs it: cancel it there
+                raise HTTPError(409, {"error": f"{_kind(mode).capitalize()} {prediction_id!r} is "
+                                               "running on another server",
+                                      "status": stored.status})
+            await send_json(send, 200, stored.body)
         else:  # the reference's answer for an id it does not know
             raise HTTPError(404, {})
 
@@ -230,13 +270,60 @@ class CogRoutes:
         if finished is not None:
             await send_json(send, 200, finished.body)
             return
+        stored = await self._stored(prediction_id, mode)
+        if stored is not None:
+            await send_json(send, 200, stored.body)
+            return
         bounds = self.service.evicted(prediction_id)
+        durable = self.service.durable
+        if bounds is None and durable is not None and await durable.was_evicted(prediction_id):
+            bounds = durable.describe_bounds()
         if bounds is not None:
             raise HTTPError(404, {"error": f"{kind.capitalize()} {prediction_id!r} finished but "
                                            f"was evicted from the store of recent ones: "
                                            f"{bounds}"})
         raise HTTPError(404, {"error": f"No {kind} with id {prediction_id!r} is running or "
                                        "recently finished"})
+
+
+    async def _stored(self, prediction_id: str, mode: Mode) -> Record | None:
+        """The durable store's record of an id this server does not hold (it ran before
+        a restart, or on a replica); None without a store."""
+        durable = self.service.durable
+        if durable is None or self.service.evicted(prediction_id) is not None:
+            return None  # evicted here: the store's copy (batched) goes the same way
+        try:
+            stored = await durable.get(prediction_id)
+        except StoreError as exc:
+            raise _store_unavailable(str(exc)) from None
+        return stored if stored is not None and stored.kind == _kind(mode) else None
+
+    async def index(self, scope: Scope, receive: Receive, send: Send,
+                   mode: Mode = Mode.PREDICT) -> None:
+        """`GET /predictions?status=...&limit=...&cursor=...`: newest first, paged (an
+        addition to Cog's API, like `GET /predictions/{id}`)."""
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        status = query.get("status", [None])[-1]
+        if status is not None and status not in _STATUSES:
+            raise HTTPError(400, {"error": f"status must be one of {', '.join(_STATUSES)}"})
+        raw_limit = query.get("limit", [str(LIST_LIMIT)])[-1]
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= LIST_MAX:
+            raise HTTPError(400, {"error": f"limit must be a whole number from 1 to {LIST_MAX}"})
+        limit = int(raw_limit)
+        cursor = query.get("cursor", [None])[-1]
+        kind = _kind(mode)
+        try:
+            page = await self.service.page(kind, status, limit, cursor)
+        except ValueError:
+            raise HTTPError(400, {"error": "cursor is not one this server gave"}) from None
+        except StoreError as exc:
+            raise _store_unavailable(str(exc)) from None
+        following = None
+        if page.next is not None:
+            following = scope["path"] + "?" + urlencode(
+                {**({"status": status} if status else {}), "limit": limit, "cursor": page.next})
+        await send_json(send, 200, b'{"results":[' + b",".join(page.bodies) + b'],"next":'
+                        + orjson.dumps(following) + b"}")
 
 
 def health_document(health: HealthSnapshot) -> dict[str, Any]:
@@ -255,7 +342,29 @@ def health_document(health: HealthSnapshot) -> dict[str, Any]:
     if health.workers is not None:
         doc["workers"] = [{"id": w.id, "status": w.status, "pid": w.pid, "busy": w.busy}
                           for w in health.workers]
+    if health.store_error is not None:  # why UNHEALTHY: the prediction store (--store)
+        doc["store_error"] = health.store_error
     return doc
+
+
+def _store_unavailable(reason: str) -> HTTPError:
+    return HTTPError(503, {"error": f"the prediction store is unavailable: {reason}",
+                           "status": Status.FAILED})
+
+
+async def _respond_stored(send: Send, stored: Record, respond_async: bool,
+                          wants_sse: bool) -> None:
+    """A retried PUT of an id the store holds: never run again. Finished: its final
+    object (an SSE client gets its `completed` event); still running on a replica:
+    its state as stored, `202`."""
+    if stored.stage is not Stage.FINISHED:
+        await send_json(send, 202, stored.body)
+    elif wants_sse:
+        from cogserve.http.sse import replay_finished
+
+        await replay_finished(send, encoded_frame(b"completed", stored.body), 0)
+    else:
+        await send_json(send, 202 if respond_async else 200, stored.body)
 
 
 def _kind(mode: Mode) -> str:

@@ -34,6 +34,7 @@ class HealthSnapshot:
     user_healthcheck_error: str | None = None
     queue: QueueView | None = None  # with --queue-size
     workers: tuple[WorkerView, ...] | None = None  # with more than one worker
+    store_error: str | None = None  # the durable store cannot be used (status UNHEALTHY)
 
 
 @dataclass(frozen=True)

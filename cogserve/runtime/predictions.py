@@ -21,8 +21,10 @@ shared (`pool.Share`), in one BATCH frame. Each stays a prediction of its own he
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import logging
-from collections.abc import Awaitable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -43,6 +45,10 @@ if TYPE_CHECKING:
     from cogserve.runtime.outputs import FileOutputs
 
 log = logging.getLogger("cogserve")
+
+
+# a queued prediction about to start -> the future of its start's write, or None
+StartRecorder = Callable[[Prediction], "concurrent.futures.Future[None] | None"]
 
 
 class Slots(Protocol):
@@ -77,6 +83,10 @@ class Predictions:
         if queue_size > 0:
             self.backlog = Backlog(queue_size, queue_timeout, self._queue_timed_out)
         self._mean_run = 1.0  # seconds, moving average: the queue's Retry-After estimate
+        # the durable store's hook (`Durable.record_start`): a queued prediction it keeps
+        # has its start written before its worker gets it, so one that ran cannot look
+        # queued after a crash and run again; None: predictions start at once
+        self.record_start: StartRecorder | None = None
 
     def __len__(self) -> int:
         return len(self.running)
@@ -163,7 +173,10 @@ class Predictions:
                   message: protocol.Message) -> None:
         """Take a slot of `member` and deliver the prediction; the deadline starts now."""
         prediction.slot = member.acquire()
-        self._slots.deliver(prediction.slot, message)
+        self._deliver(prediction, prediction.slot, message)
+
+    def _deliver(self, prediction: Prediction, slot: Slot, message: protocol.Message) -> None:
+        self._slots.deliver(slot, message)
         if prediction.timeout:
             prediction.deadline = asyncio.get_running_loop().call_later(
                 prediction.timeout, self._deadline_passed, prediction)
@@ -190,6 +203,18 @@ class Predictions:
                                                       self._deadline_passed, prediction)
             prediction.mark_started()
 
+    def _start_recorded(self, prediction: Prediction, message: protocol.Message) -> None:
+        """Its start is in the store: deliver it (unless it ended meanwhile: canceled,
+        or its worker lost; its slot went back then)."""
+        slot = prediction.slot
+        if prediction.terminal or slot is None:
+            return
+        try:
+            self._deliver(prediction, slot, message)
+        except (TypeError, OSError) as exc:
+            _give_back(prediction)
+            self.complete(prediction, Status.FAILED, f"prediction failed: {exc}")
+
     def run_queued(self) -> None:
         """Hand waiting predictions to free slots, oldest first."""
         backlog = self.backlog
@@ -206,6 +231,13 @@ class Predictions:
             entry = backlog.pop()
             assert entry is not None
             prediction, message = entry
+            recorded = self.record_start(prediction) if self.record_start is not None else None
+            if recorded is not None:  # the slot is held while its start is written
+                prediction.slot = member.acquire()
+                recorded.add_done_callback(functools.partial(
+                    _when_written, asyncio.get_running_loop(), self._start_recorded,
+                    prediction, message))
+                continue
             try:
                 self._hand_off(member, prediction, message)
             except (TypeError, OSError) as exc:
@@ -370,6 +402,14 @@ class Predictions:
             await asyncio.wait([p.done for p in list(self.running.values())],
                                timeout=remaining)
         return True
+
+
+def _when_written(loop: asyncio.AbstractEventLoop,
+                  call: Callable[[Prediction, protocol.Message], None], prediction: Prediction,
+                  message: protocol.Message, _written: concurrent.futures.Future[None]) -> None:
+    """The start's write settled (in the store's writer thread, written or failed):
+    `call` runs on the loop."""
+    loop.call_soon_threadsafe(call, prediction, message)
 
 
 def _give_back(prediction: Prediction) -> None:

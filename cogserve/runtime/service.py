@@ -16,7 +16,8 @@ Public surface:
   `HealthSnapshot`, running the model's healthcheck), `capacity()`
 - predictions: `validate`, `validator`, `check_accepting`, `check_capacity`, `create`, `new_id`,
   `running`, `finished`, `evicted`, `holds`, `cancel`, `cancel_and_wait`
-- hooks: `events` (the `EventBus`), `resolver`, `on_schema`, `on_drain`
+- hooks: `events` (the `EventBus`), `resolver`, `on_schema`, `on_drain`, `on_start`
+- the durable store (`--store`): `durable` (None for memory), `page` (GET /predictions)
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogserve import protocol
 from cogserve.config import ModelConfig
 from cogserve.protocol import Mode
+from cogserve.runtime import listing
 from cogserve.runtime.errors import AlreadyRunning, NotReady
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.health import Capacity, HealthSnapshot, QueueView, WorkerView
@@ -48,6 +50,10 @@ from cogserve.runtime.workers import ModelInfo, Workers
 from cogserve.states import SERVING, Health, Status, WebhookEvent
 from cogserve.validation import FieldError, InputValidator
 
+if TYPE_CHECKING:
+    from cogserve.runtime.durable import Durable
+    from cogserve.runtime.records import Page
+
 log = logging.getLogger("cogserve")
 CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
 
@@ -59,7 +65,7 @@ _ID_LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz234
 class Service:
     def __init__(self, config: ModelConfig, settings: Settings, *, gate: bool = False,
                  on_setup_log: Callable[[str], None] | None = None,
-                 spawner: Spawner = WorkerProcess) -> None:
+                 spawner: Spawner = WorkerProcess, durable: Durable | None = None) -> None:
         self.settings = settings
         self.events = EventBus()  # what happens here, for metrics and tracing
         # the parent's name resolution for what connects out (uploads here, webhooks in
@@ -75,11 +81,18 @@ class Service:
             queue_timeout=settings.queue_timeout, cancel_timeout=settings.cancel_timeout)
         listener.on_data = self._predictions.on_data  # the per-frame path: one call
         self._recent = FinishedStore(settings.recent_count, settings.recent_bytes)
+        # the durable store (--store; None: memory only), written by its listener; a
+        # queued prediction it keeps starts once its start is written
+        self.durable = durable
+        if durable is not None:
+            self._predictions.record_start = durable.record_start
         self._validators: dict[Mode, InputValidator] = {}
         self._model: ModelInfo | None = None
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
+        # awaited when the server starts, before the workers (the store's recovery)
+        self.on_start: list[Callable[[], Awaitable[None]]] = []
 
     # ------------------------------------------------------------ lifecycle
 
@@ -92,6 +105,8 @@ class Service:
         return self._workers.shutting_down
 
     async def start(self) -> None:
+        for hook in self.on_start:
+            await hook()
         await self._workers.start()
 
     def go(self) -> None:
@@ -107,6 +122,8 @@ class Service:
 
     async def stop(self) -> None:
         await self._workers.stop()
+        if self.durable is not None:
+            await self.durable.close()
 
     async def reload(self) -> None:
         """New code (--reload): restart every worker, each once its predictions finished."""
@@ -244,6 +261,10 @@ class Service:
             error = await self._workers.user_healthcheck()
             if error is not None:
                 status = Health.UNHEALTHY
+        durable = self.durable
+        store_error = durable.failure if durable is not None else None
+        if store_error is not None and status in SERVING:
+            status = Health.UNHEALTHY  # until the store answers again
         backlog = self._predictions.backlog
         pool = self._workers.pool
         return HealthSnapshot(
@@ -251,7 +272,7 @@ class Service:
             # a @batch model's own waiting area is no queue the user asked for
             QueueView(len(backlog), backlog.capacity)
             if backlog is not None and self.settings.queue_size > 0 else None,
-            _worker_views(pool) if len(pool) > 1 else None)
+            _worker_views(pool) if len(pool) > 1 else None, store_error)
 
     def capacity(self) -> Capacity:
         ready = [m for m in self._workers.pool.members if m.state is WorkerState.READY]
@@ -344,6 +365,8 @@ class Service:
                                              self.settings.stream_history_bytes))
         if remember:  # last: on `completed` the SSE history above is already complete
             prediction.subscribe(self._recent.listener)
+            if self.durable is not None:
+                prediction.subscribe(self.durable.listener)
         message = protocol.predict(prediction_id, raw_input, mode, model_context)
         self.events.emit(RuntimeEvent.PREDICTION_CREATED, prediction=prediction, message=message)
         predictions.submit(prediction, message, member)
@@ -365,6 +388,13 @@ class Service:
     def holds(self, prediction_id: str) -> bool:
         """This server knows the id: running, queued or recently finished."""
         return prediction_id in self._predictions.running or self._recent.holds(prediction_id)
+
+    async def page(self, kind: str, status: str | None, limit: int, cursor: str | None
+                   ) -> Page:
+        """`GET /predictions`: a page, newest first (`runtime/listing.py`); raises
+        ValueError for a cursor not made here, StoreError if the store fails."""
+        return await listing.page(self.durable, self._predictions.running.values(),
+                                  self._recent, kind, status, limit, cursor)
 
     def cancel(self, prediction_id: str) -> None:
         """Cancel a queued or running prediction (or raise UnknownPrediction)."""

@@ -13,11 +13,18 @@ from typing import TYPE_CHECKING
 
 from cogserve import envvars
 from cogserve.config import ModelConfig
-from cogserve.envvars import env_float, env_int, env_port, env_switch, env_text
+from cogserve.envvars import env_duration, env_float, env_int, env_port, env_switch, env_text
 from cogserve.netpolicy import URLPolicy
 from cogserve.runtime import logcap
 from cogserve.runtime.history import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES
-from cogserve.runtime.store import BYTES_VARIABLE, COUNT_VARIABLE, DEFAULT_BYTES, DEFAULT_COUNT
+from cogserve.runtime.store import (
+    AGE_VARIABLE,
+    BYTES_VARIABLE,
+    COUNT_VARIABLE,
+    DEFAULT_BYTES,
+    DEFAULT_COUNT,
+)
+from cogserve.runtime.store_choice import IN_MEMORY, StoreChoice
 
 if TYPE_CHECKING:
     from cogserve.envs.model_env import ModelEnvironment
@@ -60,6 +67,9 @@ class Settings:
     recent_count: int = DEFAULT_COUNT  # finished predictions kept for GET / PUT retries
     recent_bytes: int = DEFAULT_BYTES
     logs_limit: int = logcap.DEFAULT_LIMIT  # characters of logs a prediction keeps; 0: all
+    recent_age: float | None = None  # seconds a finished one stays in the durable store
+    store: StoreChoice = IN_MEMORY  # --store: where predictions outlive the process
+    store_lease: float = 10.0  # seconds a dead replica's work waits before another takes it
     playground: bool = True  # the browser page at /docs (--no-playground)
     mcp: bool = True  # the model as an MCP tool at /mcp (--no-mcp)
     # metrics on/off and their port (`cogserve serve` fills it; None: the defaults)
@@ -92,6 +102,8 @@ class Settings:
             recent_count=env_int(COUNT_VARIABLE, DEFAULT_COUNT) or 0,
             recent_bytes=env_int(BYTES_VARIABLE, DEFAULT_BYTES) or 0,
             logs_limit=env_int(logcap.VARIABLE, logcap.DEFAULT_LIMIT, minimum=0) or 0,
+            recent_age=env_float(AGE_VARIABLE, None, minimum=0) or None,
+            store_lease=env_duration("COGSERVE_STORE_LEASE", 10.0, minimum=0.5),
             extra_env=config.environment,
             queue_size=max(0, env_int("COGSERVE_QUEUE_SIZE", 0) or 0),
             queue_timeout=env_float("COGSERVE_QUEUE_TIMEOUT", None) or None,

@@ -17,6 +17,11 @@ so a receiver slower than the model gets fewer, fresher updates instead of a bac
 Failed deliveries (connection errors, timeouts, 5xx, 429) are retried with
 exponential backoff up to a bounded number of attempts; an intermediate state that a
 newer one has superseded is not retried.
+
+With a durable store (`--store`), the deliveries are an outbox (`durable.Outbox`): each
+is written to the store before it is sent and removed once it was made or given up
+on, so those pending when the server died are sent by the next one (`resume`): at
+least once, in order per prediction. Without one, nothing of this runs.
 """
 
 from __future__ import annotations
@@ -25,9 +30,12 @@ import asyncio
 import logging
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 import cogserve
 from cogserve import spans
@@ -38,8 +46,12 @@ from cogserve.runtime.prediction import Prediction
 from cogserve.states import Event, WebhookEvent
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
     import httpx
 
+    from cogserve.runtime.durable import Durable, Outbox
+    from cogserve.runtime.records import Hook
     from cogserve.runtime.resolver import Resolver
 
 log = logging.getLogger("cogserve")
@@ -55,6 +67,17 @@ class Delivery(StrEnum):
     START = "start"
     UPDATE = "update"
     COMPLETED = "completed"
+
+
+@dataclass(slots=True)
+class Queued:
+    """A delivery waiting to be sent; `seq` and `written` only with an outbox (its
+    place there, and the future of its write, awaited before it is sent)."""
+
+    kind: Delivery
+    body: bytes
+    seq: int = 0
+    written: concurrent.futures.Future[None] | None = None
 
 
 @dataclass(frozen=True)
@@ -80,16 +103,32 @@ class Webhooks:
     finish)."""
 
     def __init__(self, config: WebhookConfig, resolver: Resolver,
-                 bus: EventBus | None = None) -> None:
+                 bus: EventBus | None = None, durable: Durable | None = None) -> None:
         self.config = config
         self.resolver = resolver
         self.bus = bus or EventBus()  # delivery outcomes, for metrics
+        self.durable = durable  # the store of the outbox; None: deliveries in memory only
         self.active: set[asyncio.Task[None]] = set()
         self._client: httpx.AsyncClient | None = None
 
     def listener(self, url: str, events: frozenset[WebhookEvent] | None) -> WebhookSender:
         """The sender for a request that names a webhook (`CogRoutes.webhook_listener`)."""
         return WebhookSender(url, events, self)
+
+    def resume(self, hooks: Sequence[Hook]) -> None:
+        """Send the deliveries a previous server left in the outbox (one prediction's,
+        in order), and take them out of it as they are made."""
+        from cogserve.runtime.durable import Outbox
+
+        assert self.durable is not None and hooks
+        first = hooks[0]
+        sender = WebhookSender(first.url, None, self)
+        sender.headers = orjson.loads(first.headers)
+        sender.outbox = Outbox(self.durable, first.id, first.url, first.headers,
+                               after=max(hook.seq for hook in hooks))
+        sender.queue.extend(Queued(Delivery(hook.delivery), hook.body, hook.seq)
+                            for hook in hooks)
+        sender.start()
 
     def client(self) -> httpx.AsyncClient:
         """One pooled client for every webhook; connections are unbounded because each
@@ -130,8 +169,9 @@ class WebhookSender:
         self.events = ALL_EVENTS if events is None else events
         self.webhooks = webhooks
         self.config = webhooks.config
-        self.queue: deque[tuple[Delivery, bytes]] = deque()
+        self.queue: deque[Queued] = deque()
         self.task: asyncio.Task[None] | None = None
+        self.outbox: Outbox | None = None  # with a durable store (made on the first push)
         self.dirty = False  # a throttled change not yet queued
         self.timer: asyncio.TimerHandle | None = None
         self.last_update = -math.inf
@@ -184,10 +224,25 @@ class WebhookSender:
 
     def _push(self, kind: Delivery, prediction: Prediction) -> None:
         body = prediction.encoded()
-        if kind is Delivery.UPDATE and self.queue and self.queue[-1][0] is Delivery.UPDATE:
-            self.queue[-1] = (kind, body)  # not sent yet: the newer state replaces it
+        durable = self.webhooks.durable
+        if durable is not None and self.outbox is None:
+            from cogserve.runtime.durable import Outbox
+
+            self.outbox = Outbox(durable, prediction.id, self.url, orjson.dumps(self.headers))
+        last = self.queue[-1] if self.queue else None
+        if kind is Delivery.UPDATE and last is not None and last.kind is Delivery.UPDATE:
+            last.body = body  # not sent yet: the newer state replaces it
+            if self.outbox is not None:
+                last.seq, last.written = self.outbox.add(kind, body, replaces=last.seq)
         else:
-            self.queue.append((kind, body))
+            queued = Queued(kind, body)
+            if self.outbox is not None:
+                queued.seq, queued.written = self.outbox.add(kind, body)
+            self.queue.append(queued)
+        self.start()
+
+    def start(self) -> None:
+        """Start the delivery task, unless it runs already."""
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._run())
             self.webhooks.track(self.task)
@@ -197,8 +252,13 @@ class WebhookSender:
     async def _run(self) -> None:
         try:
             while self.queue:
-                kind, body = self.queue.popleft()
-                await self._deliver(kind, body)
+                queued = self.queue.popleft()
+                outbox = self.outbox
+                if queued.written is not None:
+                    await _written(queued.written)
+                await self._deliver(queued.kind, queued.body)
+                if outbox is not None:
+                    outbox.done(queued.seq)
         finally:
             self.task = None
 
@@ -250,6 +310,17 @@ class WebhookSender:
 
     def _outcome(self, outcome: WebhookOutcome) -> None:
         self.webhooks.bus.emit(RuntimeEvent.WEBHOOK_ATTEMPT, outcome=outcome)
+
+
+async def _written(future: concurrent.futures.Future[None]) -> None:
+    """Wait until the delivery is in the outbox; if the store failed, send it anyway
+    (the server is UNHEALTHY meanwhile, and the write is retried)."""
+    from cogserve.runtime.records import StoreError
+
+    try:
+        await asyncio.wrap_future(future)
+    except StoreError:
+        pass
 
 
 def _blocked(exc: BaseException | None) -> bool:

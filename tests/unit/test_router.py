@@ -58,6 +58,9 @@ class StubRoutes:
     async def cancel(self, scope: Any, receive: Any, send: Any, ident: str, mode: Any) -> None:
         await self._answer(send, "cancel", ident, str(mode))
 
+    async def index(self, scope: Any, receive: Any, send: Any, mode: Any = "predict") -> None:
+        await self._answer(send, "index", str(mode))
+
 
 def app(*, train: bool = False, predict: bool = True, **kwargs: Any) -> tuple[App, StubRoutes]:
     config = SimpleNamespace(predict_ref="run.py:Runner" if predict else None,
@@ -72,12 +75,14 @@ def test_exact_and_id_routes_reach_their_handlers() -> None:
         for method, path in [("GET", "/"), ("GET", "/health-check"), ("HEAD", "/health-check"),
                              ("POST", "/predictions"), ("PUT", "/predictions/abc"),
                              ("GET", "/predictions/abc"), ("POST", "/predictions/abc/cancel"),
-                             ("PUT", "/trainings/t1"), ("POST", "/trainings")]:
+                             ("PUT", "/trainings/t1"), ("POST", "/trainings"),
+                             ("GET", "/predictions"), ("GET", "/trainings")]:
             assert (await call(a, method, path)).status == 200, (method, path)
         assert routes.calls == [
             ("root",), ("health_check",), ("health_check",), ("create", None, "predict"),
             ("create", "abc", "predict"), ("get", "abc", "predict"),
-            ("cancel", "abc", "predict"), ("create", "t1", "train"), ("create", None, "train")]
+            ("cancel", "abc", "predict"), ("create", "t1", "train"), ("create", None, "train"),
+            ("index", "predict"), ("index", "train")]
 
     run(body)
 
@@ -92,6 +97,8 @@ def test_unknown_paths_are_404_and_wrong_methods_405_with_allow() -> None:
         assert wrong.status == 405 and wrong.headers[b"allow"] == b"GET,HEAD"
         wrong = await call(a, "GET", "/predictions/abc/cancel")
         assert wrong.status == 405 and wrong.headers[b"allow"] == b"POST"
+        wrong = await call(a, "DELETE", "/predictions")  # GET lists them (issue 27)
+        assert wrong.status == 405 and wrong.headers[b"allow"] == b"GET,HEAD,POST"
         assert routes.calls == []
 
     run(body)

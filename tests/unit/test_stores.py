@@ -1,0 +1,374 @@
+"""The durable prediction stores (runtime/sqlite_store.py, runtime/redis_store.py) through
+their one interface: the same tests for both, on a real SQLite file and a real
+redis-server (Debian's, started here and ended by pid); then what only one of them does
+(the file's refusals at start, Redis unreachable), and the writer (`Durable`)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+
+import orjson
+import pytest
+from redisproc import RedisProcess
+
+from cogserve.runtime.durable import Durable
+from cogserve.runtime.records import (
+    SCHEMA_VERSION,
+    Bounds,
+    Claimed,
+    Dropped,
+    Hook,
+    HookDone,
+    Page,
+    PredictionStore,
+    Record,
+    Stage,
+    StoreError,
+    Write,
+)
+from cogserve.runtime.redis_store import RedisStore
+from cogserve.runtime.sqlite_store import SQLiteStore
+from cogserve.runtime.store_choice import IN_MEMORY, StoreKind, choose, default_path
+
+WIDE = Bounds(1000, 1 << 30)
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisProcess]:
+    server = RedisProcess()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path, redis_server) -> Iterator[PredictionStore]:
+    opened: PredictionStore
+    if request.param == "sqlite":
+        opened = SQLiteStore(str(tmp_path / "store.sqlite3"))
+    else:  # a namespace per test: the module's redis-server is shared
+        opened = RedisStore(redis_server.url, f"t{time.monotonic_ns()}")
+    try:
+        yield opened
+    finally:
+        opened.close("me")
+
+
+def rec(prediction_id: str, stage: Stage = Stage.FINISHED, *, status: str = "succeeded",
+        created: float = 1.0, finished: float | None = None, size: int = 0,
+        request: bytes | None = None, kind: str = "prediction") -> Record:
+    body = orjson.dumps({"id": prediction_id, "status": status, "pad": "x" * size})
+    return Record(prediction_id, kind, status, stage, created, body,
+                  (finished or created) if stage is Stage.FINISHED else None, request)
+
+
+def ids(page: Page) -> list[str]:
+    return [orjson.loads(body)["id"] for body in page.bodies]
+
+
+def test_a_record_goes_through_its_stages_and_keeps_its_request_until_it_finished(store):
+    store.write([rec("a", Stage.QUEUED, status="starting", request=b'{"input":1}')], WIDE, "me")
+    got = store.get("a")
+    assert got is not None and got.stage is Stage.QUEUED and got.request == b'{"input":1}'
+    store.write([rec("a", Stage.RUNNING, status="processing")], WIDE, "me")
+    got = store.get("a")
+    assert got is not None and got.stage is Stage.RUNNING and got.request == b'{"input":1}'
+    store.write([rec("a", finished=5.0)], WIDE, "me")
+    got = store.get("a")
+    assert got is not None and got.stage is Stage.FINISHED and got.finished == 5.0
+    assert orjson.loads(got.body)["status"] == "succeeded" and got.request is None
+    assert store.get("never") is None
+
+
+def test_a_big_body_is_stored_whole_and_in_order(store):
+    big = rec("big", Stage.RUNNING, status="processing", size=3 << 20, request=b"{}")
+    store.write([big, rec("big", finished=2.0, size=3 << 20), rec("small", finished=3.0)],
+                WIDE, "me")
+    got = store.get("big")
+    assert got is not None and got.stage is Stage.FINISHED and got.body == rec(
+        "big", finished=2.0, size=3 << 20).body
+    store.write([rec("x", finished=4.0, size=3 << 20)], Bounds(100, len(got.body) + 10), "me")
+    assert store.get("big") is None and store.was_evicted("big")  # its bytes were counted
+
+
+def test_finished_ones_are_bounded_by_count_oldest_first(store):
+    store.write([rec(f"c{i}", created=i, finished=i) for i in range(5)], Bounds(3, 1 << 30), "me")
+    assert [store.get(f"c{i}") is not None for i in range(5)] == [False, False, True, True, True]
+    assert store.was_evicted("c0") and store.was_evicted("c1")
+    assert not store.was_evicted("c4") and not store.was_evicted("never")
+
+
+def test_finished_ones_are_bounded_by_bytes(store):
+    big = [rec(f"b{i}", created=i, finished=i, size=1000) for i in range(4)]
+    size = len(big[0].body)
+    store.write(big, Bounds(100, 2 * size + 10), "me")
+    assert [store.get(f"b{i}") is not None for i in range(4)] == [False, False, True, True]
+
+
+def test_finished_ones_are_bounded_by_age_and_unfinished_ones_never_are(store):
+    now = time.time()
+    store.write([rec("old", created=now - 100, finished=now - 100),
+                 rec("new", created=now, finished=now),
+                 rec("waiting", Stage.QUEUED, status="starting", created=now - 1000,
+                     request=b"{}")], Bounds(1, 1, age=50), "me")
+    assert store.get("old") is None and store.was_evicted("old")
+    assert store.get("waiting") is not None  # bounds apply to finished ones only
+
+
+def test_a_finished_id_written_again_is_counted_once(store):
+    for _ in range(3):
+        store.write([rec("same", finished=1.0)], Bounds(2, 1 << 30), "me")
+    store.write([rec("other", finished=2.0)], Bounds(2, 1 << 30), "me")
+    assert store.get("same") is not None and store.get("other") is not None
+
+
+def test_a_dropped_one_is_forgotten_and_said_evicted(store):
+    store.write([rec("big", Stage.RUNNING, status="processing", request=b"{}"),
+                 rec("kept", finished=2.0)], Bounds(1, 1 << 30), "me")
+    store.write([Dropped("big")], Bounds(1, 1 << 30), "me")
+    assert store.get("big") is None and store.was_evicted("big")
+    assert store.claim("someone-else").records == []  # nothing left to recover
+    assert store.get("kept") is not None  # the count bound did not count it
+
+
+def test_listing_is_newest_first_by_status_and_pages_without_gaps(store):
+    writes: list[Write] = [rec(f"p{i:02}", created=float(i),
+                               status="failed" if i % 3 == 0 else "succeeded")
+                           for i in range(20)]
+    writes.append(rec("t1", created=30.0, kind="training"))
+    writes.append(rec("tie", created=10.0))  # same created as p10: ordered by id
+    store.write(writes, WIDE, "me")
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = store.page("prediction", None, 6, cursor)
+        seen += ids(page)
+        if page.next is None:
+            break
+        cursor = page.next
+    expected = sorted([(float(i), f"p{i:02}") for i in range(20)] + [(10.0, "tie")],
+                      reverse=True)
+    assert seen == [pid for _, pid in expected]
+    failed = store.page("prediction", "failed", 100, None)
+    assert ids(failed) == [f"p{i:02}" for i in (18, 15, 12, 9, 6, 3, 0)] and failed.next is None
+    assert ids(store.page("training", None, 10, None)) == ["t1"]
+
+
+def test_claim_takes_the_unfinished_work_of_a_gone_owner_once(store):
+    store.write([rec("q", Stage.QUEUED, status="starting", created=2.0, request=b"{}"),
+                 rec("r", Stage.RUNNING, status="processing", created=1.0, request=b"{}"),
+                 rec("f", finished=3.0),
+                 Hook("f", 2, "completed", "http://x/hook", b'{"b":2}'),
+                 Hook("f", 1, "start", "http://x/hook", b'{"b":1}'),
+                 Hook("f", 3, "update", "http://x/hook", b'{"b":3}'),
+                 HookDone("f", 3)], WIDE, "dead")
+    claimed = store.claim("me")
+    assert [r.id for r in claimed.records] == ["r", "q"]  # oldest first
+    assert [(h.seq, h.delivery, h.body) for h in claimed.hooks] == [
+        (1, "start", b'{"b":1}'), (2, "completed", b'{"b":2}')]
+    assert claimed.hooks[0].url == "http://x/hook"
+    if store.shared:  # mine now: a second sweep (mine or a replica's) takes nothing
+        store.heartbeat("me", 30.0)
+        assert store.claim("me") == Claimed() and store.claim("other").records == []
+
+
+def test_a_replaced_hook_is_sent_once_with_the_newer_body(store):
+    store.write([Hook("h", 7, "update", "http://x/", b"old")], WIDE, "dead")
+    store.write([Hook("h", 7, "update", "http://x/", b"new")], WIDE, "dead")
+    assert [h.body for h in store.claim("me").hooks] == [b"new"]
+
+
+def test_a_live_replica_keeps_its_work_and_a_dead_ones_is_taken(redis_server):
+    alive = RedisStore(redis_server.url, "leases")
+    other = RedisStore(redis_server.url, "leases")
+    try:
+        alive.heartbeat("alive", 30.0)
+        alive.write([rec("mine", Stage.RUNNING, status="processing", request=b"{}")], WIDE,
+                    "alive")
+        other.write([rec("orphan", Stage.RUNNING, status="processing", request=b"{}")], WIDE,
+                    "dead")
+        assert [r.id for r in other.claim("other").records] == ["orphan"]
+        assert alive.get("mine") is not None and other.get("mine") is not None
+        alive.close("alive")  # a clean exit ends its lease at once
+        assert [r.id for r in other.claim("other").records] == ["mine"]
+    finally:
+        other.close("other")
+
+
+def test_redis_unreachable_at_start_is_a_clear_error():
+    with pytest.raises(StoreError, match="cannot be reached.*--store memory"):
+        RedisStore("redis://127.0.0.1:1/0", "x")
+
+
+def test_a_store_from_a_newer_cogserve_is_refused(tmp_path, redis_server):
+    path = tmp_path / "newer.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer cogserve.*--store memory"):
+        SQLiteStore(str(path))
+    store = RedisStore(redis_server.url, "newer")
+    store.client.set("cogserve:newer:version", SCHEMA_VERSION + 1)
+    store.close("me")
+    with pytest.raises(StoreError, match="newer cogserve.*--store memory"):
+        RedisStore(redis_server.url, "newer")
+
+
+def test_a_file_used_by_another_server_is_refused_and_free_again_once_closed(tmp_path):
+    path = str(tmp_path / "shared.sqlite3")
+    first = SQLiteStore(path)
+    with pytest.raises(StoreError, match=rf"in use by another cogserve \(pid {os.getpid()}\)"
+                                         ".*--store memory"):
+        SQLiteStore(path)
+    first.close("me")
+    SQLiteStore(path).close("me")
+
+
+def test_a_file_that_is_not_a_database_is_refused(tmp_path):
+    path = tmp_path / "corrupt.sqlite3"
+    path.write_bytes(b"this is not a database" * 300)
+    with pytest.raises(StoreError, match="cannot be used.*--store memory"):
+        SQLiteStore(str(path))
+
+
+def test_a_database_with_damaged_pages_is_refused(tmp_path):
+    path = tmp_path / "damaged.sqlite3"
+    store = SQLiteStore(str(path))
+    store.write([rec(f"d{i}", created=i, size=3000) for i in range(40)], WIDE, "me")
+    store.close("me")
+    with sqlite3.connect(path) as db:  # fold the WAL into the file, then break a page
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    data[4096 * 3: 4096 * 3 + 2048] = os.urandom(2048)
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="(corrupt|cannot be used).*--store memory"):
+        SQLiteStore(str(path))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_refused(tmp_path):
+    path = tmp_path / "locked.sqlite3"
+    SQLiteStore(str(path)).close("me")
+    path.chmod(0)
+    with pytest.raises(StoreError, match="cannot be read.*--store memory"):
+        SQLiteStore(str(path))
+
+
+def test_a_folder_that_cannot_be_made_is_refused(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(StoreError, match="cannot open.*--store memory"):
+        SQLiteStore(str(tmp_path / "file" / "store.sqlite3"))
+
+
+def test_the_store_choice(tmp_path, monkeypatch):
+    monkeypatch.setenv("COGSERVE_STATE_DIR", str(tmp_path / "state"))
+    model = tmp_path / "my model"
+    assert choose("memory", model, 5000) is IN_MEMORY
+    assert choose(" MEMORY ", model, 5000) is IN_MEMORY
+    redis = choose("redis://h:1/2", model, 5000)
+    assert redis.kind is StoreKind.REDIS and redis.location == "redis://h:1/2"
+    explicit = choose("x/y.db", model, 5000)
+    assert explicit.kind is StoreKind.SQLITE and explicit.location == os.path.abspath("x/y.db")
+    default = choose("", model, 5000)
+    assert default.location == str(default_path(model, 5000))
+    assert default.location.startswith(str(tmp_path / "state" / "predictions" / "my_model-"))
+    # one file per model folder and port
+    assert default_path(model, 5001) != default_path(model, 5000)
+    assert default_path(tmp_path / "other" / "my model", 5000) != default_path(model, 5000)
+
+
+# ---------------------------------------------------------------- the writer
+
+
+class Flaky(PredictionStore):
+    """A store that fails while `down` (a backend behind a network that went away)."""
+
+    description = "flaky"
+    shared = False
+
+    def __init__(self) -> None:
+        self.down = False
+        self.batches: list[list[Write]] = []
+
+    def write(self, batch: Sequence[Write], bounds: Bounds, owner: str) -> None:
+        if self.down:
+            raise StoreError("connection refused")
+        self.batches.append(list(batch))
+
+    def get(self, prediction_id: str) -> Record | None:
+        return None
+
+    def was_evicted(self, prediction_id: str) -> bool:
+        return False
+
+    def page(self, kind: str, status: str | None, limit: int, cursor: str | None) -> Page:
+        return Page([], None)
+
+    def claim(self, owner: str) -> Claimed:
+        return Claimed()
+
+    def heartbeat(self, owner: str, lease: float) -> None:
+        pass
+
+    def close(self, owner: str) -> None:
+        pass
+
+
+async def _until(check, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition never held"
+        await asyncio.sleep(0.005)
+
+
+def test_the_writer_keeps_writes_in_order_through_an_outage_and_says_so_meanwhile():
+    async def body() -> None:
+        store = Flaky()
+        durable = Durable(store, WIDE)
+        await durable.start()
+        store.down = True
+        waited = durable.post_waited([rec("a")])
+        with pytest.raises(StoreError):
+            await asyncio.wrap_future(waited)
+        await _until(lambda: durable.failure is not None)
+        assert "connection refused" in (durable.failure or "")
+        durable.post([rec("b")])
+        durable.post([HookDone("a", 1)])
+        store.down = False
+        await _until(lambda: durable.failure is None)
+        written = [w.id for batch in store.batches for w in batch]
+        assert written == ["a", "b", "a"]  # nothing lost, nothing reordered
+        await durable.close()
+
+    asyncio.run(body())
+
+
+def test_the_writer_writes_what_was_posted_before_close():
+    async def body() -> None:
+        store = Flaky()
+        durable = Durable(store, WIDE)
+        await durable.start()
+        for i in range(50):
+            durable.post([rec(f"w{i}")])
+        await durable.close()
+        assert [w.id for batch in store.batches for w in batch] == [f"w{i}" for i in range(50)]
+
+    asyncio.run(body())
+
+
+def test_post_waited_settles_once_written():
+    async def body() -> None:
+        store = Flaky()
+        durable = Durable(store, WIDE)
+        await durable.start()
+        future: concurrent.futures.Future[None] = durable.post_waited([rec("x")])
+        await asyncio.wrap_future(future)
+        assert store.batches and store.batches[-1][-1].id == "x"
+        await durable.close()
+
+    asyncio.run(body())
