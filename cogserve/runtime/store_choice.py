@@ -1,10 +1,13 @@
 """`--store` / `COGSERVE_STORE`: which prediction store a server uses, and opening it.
 
-- unset: SQLite in the state folder (`envvars.env_state_root()/predictions`), one file
+- unset or `memory`: no store; finished predictions are kept in memory only
+  (`runtime/store.py`). The default while a SQLite store costs scenario 1 more than the
+  3% it is allowed (measured 0.915x: bench/FINDINGS.md), so a server that does not ask
+  for durability pays nothing for it;
+- `sqlite`: SQLite in the state folder (`envvars.env_state_root()/predictions`), one file
   per model folder and port, so a server restarted the same way finds its store and
   two servers of one model on different ports never meet;
 - a path: that SQLite file;
-- `memory`: no store; finished predictions are kept in memory only (`runtime/store.py`);
 - `redis://HOST:PORT/DB` (or `rediss://`, `unix://`): Redis, shared by replicas.
 """
 
@@ -20,6 +23,7 @@ from cogserve.envvars import env_state_root
 from cogserve.runtime.records import PredictionStore
 
 MEMORY = "memory"
+SQLITE = "sqlite"
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
@@ -42,15 +46,15 @@ IN_MEMORY = StoreChoice(StoreKind.MEMORY)
 
 
 def choose(value: str, model_dir: pathlib.Path, port: int) -> StoreChoice:
-    """The store `value` names (`--store`, else COGSERVE_STORE; empty: the default)."""
+    """The store `value` names (`--store`, else COGSERVE_STORE; empty: memory)."""
     value = value.strip()
-    if value.lower() == MEMORY:
+    if not value or value.lower() == MEMORY:
         return IN_MEMORY
+    if value.lower() == SQLITE:
+        return StoreChoice(StoreKind.SQLITE, str(default_path(model_dir, port)))
     if value.startswith(_REDIS_SCHEMES):
         return StoreChoice(StoreKind.REDIS, value)
-    if value:
-        return StoreChoice(StoreKind.SQLITE, str(pathlib.Path(value).expanduser().resolve()))
-    return StoreChoice(StoreKind.SQLITE, str(default_path(model_dir, port)))
+    return StoreChoice(StoreKind.SQLITE, str(pathlib.Path(value).expanduser().resolve()))
 
 
 def default_path(model_dir: pathlib.Path, port: int) -> pathlib.Path:
