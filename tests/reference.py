@@ -24,6 +24,8 @@ import time
 import httpx
 from harness import free_port
 
+from cogserve.envs import certs
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 VENV = REPO / ".cache" / "reference-venv"
 PACKAGES = ("cog==0.23.1", "coglet==0.23.1")
@@ -50,16 +52,18 @@ def venv() -> pathlib.Path:
         binary = uv.find_uv_bin()
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
         env["UV_PYTHON_DOWNLOADS"] = "never"
-        for argv in ([binary, "venv", "-q", "--clear", "-p", sys.executable, str(VENV)],
-                     [binary, "pip", "install", "-q", "-p", str(VENV / "bin" / "python"),
-                      *PACKAGES]):
-            done = subprocess.run(argv, capture_output=True, text=True, env=env,
-                                  stdin=subprocess.DEVNULL, timeout=600)
-            if done.returncode != 0:
-                message = f"{' '.join(argv[1:3])} failed:\n{done.stdout}{done.stderr}"
-                if _UNREACHABLE.search(done.stderr):
-                    raise Unreachable(message)
-                raise RuntimeError(message)
+        with certs.for_build() as trust:  # what pip trusts, as cogserve's own builds do
+            env.update(trust.env)
+            for argv in ([binary, "venv", "-q", "--clear", "-p", sys.executable, str(VENV)],
+                         [binary, "pip", "install", "-q", "-p", str(VENV / "bin" / "python"),
+                          *PACKAGES]):
+                done = subprocess.run(argv, capture_output=True, text=True, env=env,
+                                      stdin=subprocess.DEVNULL, timeout=600)
+                if done.returncode != 0:
+                    message = f"{' '.join(argv[1:3])} failed:\n{done.stdout}{done.stderr}"
+                    if _UNREACHABLE.search(done.stderr):
+                        raise Unreachable(message)
+                    raise RuntimeError(message)
         marker.write_text(wanted)
         return VENV
 

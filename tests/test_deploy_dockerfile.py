@@ -22,6 +22,8 @@ from dockerfile_parse import DockerfileParser
 from harness import free_port, write_model
 from uv import find_uv_bin
 
+from cogserve.envs import certs
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 MODEL = """
@@ -120,7 +122,10 @@ def test_run_steps_work_in_a_fresh_venv_and_the_entrypoint_serves(model, tmp_pat
         'for a; do shift; [ "$a" = --no-cache-dir ] || set -- "$@" "$a"; done\n'
         f'exec {uv} pip "$@" --python {venv}/bin/python\n')
     (shims / "pip").chmod(0o755)
-    env = {**os.environ, **{k: in_image(v) for k, v in parser.envs.items()},
+    # uv trusts what pip trusts (the system's store), as cogserve's own builds tell it to
+    with certs.for_build() as trust:
+        uv_trust = trust.env
+    env = {**os.environ, **{k: in_image(v) for k, v in parser.envs.items()}, **uv_trust,
            "PATH": f"{shims}:{venv}/bin:{os.environ['PATH']}",
            "COGSERVE_REQUIREMENT": str(REPO), "TMPDIR": str(scratch)}
     env.pop("VIRTUAL_ENV", None)

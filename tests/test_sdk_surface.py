@@ -28,7 +28,8 @@ DUMPER = pathlib.Path(__file__).resolve().parent / "sdk_surface.py"
 
 # cogserve's own names in `cog`, absent from Cog's: name -> why
 ADDITIONS = {
-    "cog": {"Tensor": "n-dimensional inputs and outputs for the V2 protocol (docs/v2.md)"},
+    "cog": {"Tensor": "n-dimensional inputs and outputs for the V2 protocol (docs/v2.md)",
+            "batch": "dynamic batching: run() takes a list per input (README, Dynamic batching)"},
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -10,12 +11,20 @@ from cogserve.observability import requests
 
 
 @pytest.fixture
-def no_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # as `cogserve serve` sets them
     monkeypatch.setattr(logging, "logThreads", False)
     monkeypatch.setattr(logging, "logProcesses", False)
     monkeypatch.setattr(logging, "logMultiprocessing", False)
     monkeypatch.setattr(requests, "_template", None)
+    # the standard record class, as in `serve`: a library imported by another test of the
+    # session (Ray) may have installed a factory of its own, which takes the makeRecord path
+    factory = logging.getLogRecordFactory()
+    logging.setLogRecordFactory(logging.LogRecord)
+    try:
+        yield
+    finally:
+        logging.setLogRecordFactory(factory)
 
 
 @pytest.mark.parametrize("level", [logging.INFO, logging.DEBUG])
