@@ -2,11 +2,14 @@
 
 Each venv is built once and reused while its package list is unchanged (a marker file
 records the list it was built from), so a second `bench/run` starts measuring at once.
-cogserve is installed editable from this checkout, so the bench always measures the
-working tree; the floor app runs in the same venv, on the same uvicorn, httptools and
-uvloop as cogserve. `baseline(REF)` installs cogserve as it was at a git ref (from `git
-archive`, not editable) into a venv named by the commit, so `bench/run --baseline REF`
-measures the working tree against that commit with nothing else different.
+cogserve is installed from this checkout as a user installs it (a copy, not an editable
+install, whose import hook costs each process ~10 ms at start: cold starts would not
+compare fairly with the reference and the baseline), and reinstalled once per bench
+process, so the bench always measures the working tree; the floor app runs in the same
+venv, on the same uvicorn, httptools and uvloop as cogserve. `baseline(REF)` installs
+cogserve as it was at a git ref (from `git archive`, also a copy) into a venv named by
+the commit, so `bench/run --baseline REF` measures the working tree against that commit
+with nothing else different.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ VENVS = CACHE / "venvs"
 
 PACKAGES: dict[str, list[str]] = {
     # numpy: the V2 sum model (bench/models/v2_sum) needs it
-    "cogserve": ["-e", str(REPO), "py-spy>=0.3.14", "numpy>=1.24"],
+    "cogserve": [str(REPO), "py-spy>=0.3.14", "numpy>=1.24"],
     # numpy: the MLP of the batching scenario (bench/models/mlp)
     "reference": ["cog==0.23.1", "coglet==0.23.1", "numpy>=1.24"],
     # uvloop 0.22+ breaks MLServer 1.7.1's worker pool (get_event_loop() in a fresh process)
@@ -38,12 +41,17 @@ class SetupError(RuntimeError):
     pass
 
 
+_tree_installed = False  # this process put the working tree into the cogserve venv
+
+
 def venv(name: str) -> pathlib.Path:
     """The venv for `name`, created and filled on first use."""
     path = VENVS / name
     marker = path / ".bench-installed"
     wanted = "\n".join(PACKAGES[name])
     if marker.exists() and marker.read_text() == wanted:
+        if name == "cogserve":
+            _install_tree(path)
         return path
     print(f"[bench] installing {name} into {path} ...", file=sys.stderr, flush=True)
     if not (path / "bin" / "python").exists():
@@ -51,7 +59,19 @@ def venv(name: str) -> pathlib.Path:
     _run([str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
           *PACKAGES[name]])
     marker.write_text(wanted)
+    global _tree_installed
+    _tree_installed = name == "cogserve" or _tree_installed
     return path
+
+
+def _install_tree(path: pathlib.Path) -> None:
+    """The working tree as it is now, over the copy an earlier run installed."""
+    global _tree_installed
+    if _tree_installed:
+        return
+    _run([str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+          "--no-deps", "--force-reinstall", str(REPO)])
+    _tree_installed = True
 
 
 @dataclass(frozen=True)
