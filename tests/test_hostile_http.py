@@ -80,6 +80,23 @@ def test_a_long_url_gets_431(hello):
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
 
 
+UPGRADE = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+
+
+@pytest.mark.parametrize("upgrade", [UPGRADE, {"Upgrade": "h2c", "Connection": "Upgrade"}])
+def test_an_upgrade_request_is_answered_as_plain_http(hello, upgrade):
+    # no route switches protocols: as the reference does, the request is served as HTTP
+    # (a WebSocket upgrade once got a 500, "ASGI callable returned without completing
+    # handshake"); a body sent with one never arrives (httptools stops at the head), which
+    # gets a 400 that says so rather than "empty document"
+    assert hello.client.get("/health-check", headers=upgrade).json()["status"] == "READY"
+    response = hello.client.post("/predictions", headers=upgrade, json={"input": {"name": "w"}})
+    assert response.status_code == 400
+    assert "Upgrade header" in response.text
+    _still_serves(hello)
+
+
 def test_normal_headers_are_served(hello):
     headers = {f"x-h{i}": "v" * 100 for i in range(90)}
     response = hello.client.get("/health-check", headers=headers)

@@ -84,6 +84,13 @@ def header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+# httptools stops parsing at the head of a request that asks to switch protocols (curl's
+# `--http2` sends `Upgrade: h2c`), so its body never arrives; no route upgrades, and the
+# request is otherwise served as HTTP/1.1
+UPGRADE_BODY_LOST = ("A request with an Upgrade header cannot carry a body here: the "
+                     "server does not switch protocols. Send it without the Upgrade header.")
+
+
 async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
     """The whole request body, or RequestError 413 as soon as it exceeds `limit` bytes."""
     length = header(scope, b"content-length")
@@ -93,6 +100,8 @@ async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
     message = await receive()
     body: bytes = message.get("body", b"")
     if not message.get("more_body"):
+        if not body and length not in (None, "0") and header(scope, b"upgrade") is not None:
+            raise RequestError(400, UPGRADE_BODY_LOST)
         return body
     chunks = [body]
     size = len(body)
