@@ -135,6 +135,8 @@ class RayServer:
                 pass
         self.process.wait(timeout=10)
         self.log.close()
+        text = (self.tmp / "server.log").read_text(errors="replace")
+        self.final_output = text[text.find("shutting down"):]  # what the shutdown said
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -147,6 +149,9 @@ def running(ingress: str) -> Iterator[RayServer]:
         yield server
     finally:
         server.stop()
+    # Ray's serve.shutdown() waits 30 s for its controller, then says so: the replicas must
+    # have stopped before that (behind HAProxy they used to sit out Ray's 30 s window)
+    assert "failed to shut down" not in server.final_output, server.final_output
 
 
 @pytest.fixture(scope="module")
