@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from harness import MODELS, free_port
+from harness import MODELS, claim_port, free_port
 from receiver import Receiver
 
 from cogserve.deploy.ray_routing import TAG_LENGTH
@@ -38,7 +38,8 @@ def replica_port_range() -> dict[str, str]:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             low = probe.getsockname()[1]
-        if low + 20 < 65535 and all(_free(low + k) for k in range(20)):
+        if (low + 20 < 65535 and all(_free(low + k) for k in range(20))
+                and all(claim_port(low + k) for k in range(20))):
             return {"RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": str(low),
                     "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(low + 20)}
 
