@@ -46,6 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[PORTS_DIR] = os.path.join(root, PORTS)
         os.mkdir(os.environ[PORTS_DIR])
     config.stash[_root_key] = root
+    config.addinivalue_line("markers", "breaks_shared: runs after the other tests of its "
+                            "module (it breaks the fixture they share)")
 
 
 # Under pytest-xdist (scripts/test runs `-n 2 --dist loadgroup`) these modules' tests all
@@ -70,6 +72,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return module if module in ONE_WORKER else nodeid
 
     return Scheduler(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `breaks_shared` run after the other tests of their module, which keep
+    their random order (pytest-randomly shuffles before this hook): such a test breaks
+    what the module's tests share (a replica of its Ray cluster) and nobody uses it after."""
+    module_at: dict[Path, int] = {}
+    for item in items:
+        module_at.setdefault(item.path, len(module_at))
+    items.sort(key=lambda item: (module_at[item.path],
+                                 item.get_closest_marker("breaks_shared") is not None))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,10 +1,11 @@
 """`cogserve ray --replicas 2` on a local single-node Ray cluster started by this module.
 
-One cluster for the module's tests that leave it whole (Ray takes tens of seconds to
-start on 2 cores); the tests talk HTTP to Ray's proxy. The worker-kill test breaks a
-replica, so it gets a cluster of its own (`fresh_ray_server`): until Ray has replaced
-the replica, and the ingress has stopped sending to it, a test that shared the cluster
-could meet the dead one, whatever the order.
+One cluster for the module's tests (Ray takes tens of seconds to start on 2 cores); the
+tests talk HTTP to Ray's proxy. The worker-kill test breaks a replica: until Ray has
+replaced it, and the ingress has stopped sending to it, a test that came after could meet
+the dead one. So it is marked `breaks_shared` and runs after the module's other tests,
+whatever their order (tests/conftest.py); it used to get a cluster of its own, the
+module's second (20 s more on 2 busy cores).
 """
 
 from __future__ import annotations
@@ -160,12 +161,6 @@ def ray_server() -> Iterator[RayServer]:
     yield from running("proxy")
 
 
-@pytest.fixture
-def fresh_ray_server() -> Iterator[RayServer]:
-    """A cluster for one test that breaks it."""
-    yield from running("proxy")
-
-
 def test_both_apis_work_through_rays_proxy(ray_server):
     c = ray_server.client
     r = c.post("/predictions", json={"input": {"n": 3}})
@@ -245,9 +240,8 @@ def test_cancel_and_repeated_put_reach_the_replica_that_holds_the_prediction(ray
         assert len(state["output"]) < 400
 
 
-def test_killing_one_replicas_worker_leaves_the_other_serving_and_ray_replaces_it(
-        fresh_ray_server):
-    ray_server = fresh_ray_server
+@pytest.mark.breaks_shared  # after the module's other tests: they need both replicas whole
+def test_killing_one_replicas_worker_leaves_the_other_serving_and_ray_replaces_it(ray_server):
     c = ray_server.client
     before = ray_server.workers()
     assert len(before) == 2, before
