@@ -37,7 +37,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -47,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
+from harness import free_port  # one registry of the run's ports, shared by xdist's workers
 
 
 class Verdict(enum.StrEnum):
@@ -428,7 +428,7 @@ class Run:
     def _serve(self, args: list[str], negate: bool) -> None:
         if self.server is not None:
             raise ScriptFailed("server already running")
-        port = _free_port()
+        port = free_port()
         log = open(self.server_log, "wb")  # noqa: SIM115 - kept for the server's life
         self.server = subprocess.Popen(
             [*self.cogserve, "serve", "-p", str(port), *args], cwd=self.cwd,
@@ -694,13 +694,6 @@ def _duration(text: str) -> float:
     if not match:
         raise ValueError(text)
     return float(match.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[match.group(2)]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _cuda_image(files: dict[str, str]) -> str | None:

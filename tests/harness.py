@@ -25,19 +25,35 @@ MODELS = pathlib.Path(__file__).parent / "models"
 
 
 _HANDED_OUT: set[int] = set()  # ports given to a server or receiver of this test run
+# A folder shared by every process of one test run (pytest-xdist's workers: conftest.py
+# sets it before they start): a port handed out by one is claimed there by a file.
+PORTS_DIR = "COGSERVE_TEST_PORTS"
+
+
+def claim_port(port: int) -> bool:
+    """Claim `port` for this test run: False if this run has handed it out already."""
+    if port in _HANDED_OUT:
+        return False
+    shared = os.environ.get(PORTS_DIR)
+    if shared:
+        try:
+            os.close(os.open(os.path.join(shared, str(port)), os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return False
+    _HANDED_OUT.add(port)
+    return True
 
 
 def free_port() -> int:
     """A port free now and never handed out before in this run: the kernel may offer a port
     again as soon as it is closed, before the server it was meant for binds it, so two
-    servers started together could otherwise get the same port (and the loser's health
-    wait would talk to the winner)."""
+    servers started together (by one process or by two of pytest-xdist's workers) could
+    otherwise get the same port (and the loser's health wait would talk to the winner)."""
     while True:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port: int = s.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
+        if claim_port(port):
             return port
 
 

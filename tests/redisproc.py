@@ -8,21 +8,16 @@ import subprocess
 import tempfile
 import time
 
+from harness import free_port
+
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class RedisProcess:
     """No persistence, no config file: a scratch database that lives as long as the test."""
 
     def __init__(self, port: int | None = None) -> None:
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.folder = tempfile.mkdtemp(prefix="redis-test-")
         self.process: subprocess.Popen[bytes] | None = None

@@ -39,12 +39,6 @@ def ray_server() -> Iterator[RayServer]:
     yield from running("haproxy")
 
 
-@pytest.fixture
-def fresh_ray_server() -> Iterator[RayServer]:
-    """A cluster for one test that breaks it (the worker kill)."""
-    yield from running("haproxy")
-
-
 def replica_ports(server: RayServer) -> list[int]:
     """The direct-ingress HTTP ports of this cluster's replicas (listening sockets on the
     loopback address owned by its ray::ServeReplica processes), to bypass HAProxy."""

@@ -243,8 +243,14 @@ def test_cancel_stops_a_running_prediction(open_page: Any, cancel_server: Server
     page.fill("#in-sleep", "60")
     page.fill("#in-text", "stop-me")
     page.get_by_role("button", name="Run").click()
+    page.wait_for_function("document.querySelector('.ident').textContent !== ''")
+    ident = page.locator(".ident").inner_text()  # the id the page gave its PUT
+    # until the model is inside run(), past its first line: its slot is taken (BUSY) a
+    # moment before, and a cancel then ends the prediction before any of the model's code
+    # runs, so there is nothing to clean up (the test used to wait for BUSY only, and
+    # failed when the click came that early)
     deadline = time.monotonic() + WAIT_MS / 1000
-    while cancel_server.health()["status"] != "BUSY":  # the model is inside run()
+    while "start stop-me" not in _logs(cancel_server, ident):
         assert time.monotonic() < deadline, "the prediction never started"
         time.sleep(0.05)
     page.get_by_role("button", name="Cancel").click()
@@ -252,6 +258,12 @@ def test_cancel_stops_a_running_prediction(open_page: Any, cancel_server: Server
     assert "cleanup stop-me" in page.get_by_test_id("logs").inner_text()
     assert page.get_by_role("button", name="Run").is_enabled()
     assert cancel_server.wait_for("READY")["status"] == "READY"
+
+
+def _logs(server: Server, ident: str) -> str:
+    """The logs of prediction `ident` so far ("" until the server has it)."""
+    r = server.client.get(f"/predictions/{ident}")
+    return (r.json().get("logs") or "") if r.status_code == 200 else ""
 
 
 def test_the_page_needs_nothing_but_the_server(open_page: Any, inputs_server: Server) -> None:

@@ -61,6 +61,14 @@ HAPROXY_FILES = {
     "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": "server-state",
     "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": "metrics.sock",
 }
+# A replica that stops behind HAProxy (the command ending, a scale-down, an unhealthy one
+# replaced) first stays reachable for Ray's deregistration window, 30 s by default, for
+# load balancers that take that long to drop it (a cloud's, in front of several nodes);
+# then refuses connections, which HAProxy retries on another replica. A local cluster's
+# only load balancer is Ray's HAProxy on the same node, told by the controller and reloaded
+# within about a second; and when the command ends Ray stops HAProxy before the replicas,
+# so the window only held the exit 30 s (`serve.shutdown()` gave up waiting at 30 s).
+LOCAL_HAPROXY_DRAIN = {"RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2"}
 
 
 @dataclass
@@ -162,6 +170,8 @@ def run(options: Options) -> None:
             files = tempfile.mkdtemp(prefix="cogserve-", dir="/tmp")
             settings |= {name: os.environ.get(name, os.path.join(files, leaf))
                          for name, leaf in HAPROXY_FILES.items()}
+            settings |= {name: os.environ.get(name, value)
+                         for name, value in LOCAL_HAPROXY_DRAIN.items()}
     os.environ.update(settings)  # a local cluster's processes inherit them
     try:
         _serve(ray, options, str(config.directory), slots, runtime_env={"env_vars": settings})
