@@ -10,6 +10,11 @@ Records at WARNING and above are written at once, after whatever is queued (so l
 keep their order): a failure is never held back, and never lost when the process dies
 right after it. `flush()` (which `logging.shutdown` calls at exit) writes everything
 queued before it returns.
+
+A line logged on every request (the access line) can skip even the record: `sole_handler`
+says when a logger's INFO records reach this handler and nothing else (no filter on the
+way), and `defer` then queues a `Deferred`, whose LogRecord is made by the writer thread
+(the same record, with the time it was logged), not by the event loop.
 """
 
 from __future__ import annotations
@@ -18,9 +23,15 @@ import collections
 import logging
 import threading
 import time
-from typing import TextIO
+from typing import Protocol, TextIO
 
 BATCH_DELAY = 0.005  # seconds the writer waits after a first line for others to join it
+
+
+class Deferred(Protocol):
+    """A record below WARNING to be made by the writer thread (`BackgroundLogHandler.defer`)."""
+
+    def make_record(self) -> logging.LogRecord: ...
 
 
 class BackgroundLogHandler(logging.Handler):
@@ -29,7 +40,7 @@ class BackgroundLogHandler(logging.Handler):
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
         self.stream = stream
-        self._queue: collections.deque[logging.LogRecord] = collections.deque()
+        self._queue: collections.deque[logging.LogRecord | Deferred] = collections.deque()
         self._wake = threading.Event()
         self._write_lock = threading.Lock()  # one writer at a time; keeps lines whole
         self._thread: threading.Thread | None = None
@@ -39,6 +50,15 @@ class BackgroundLogHandler(logging.Handler):
             self._write([record])
             return
         self._queue.append(record)
+        if not self._wake.is_set():
+            if self._thread is None:
+                self._start()
+            self._wake.set()
+
+    def defer(self, item: Deferred) -> None:
+        """Queue a record below WARNING that the writer thread makes (what `emit` does with
+        a record made already); for a logger whose `sole_handler` this is."""
+        self._queue.append(item)
         if not self._wake.is_set():
             if self._thread is None:
                 self._start()
@@ -74,15 +94,44 @@ class BackgroundLogHandler(logging.Handler):
             if not records:
                 return
             lines = []
-            for record in records:
+            record: logging.LogRecord | None = None
+            for item in records:
+                record = item if type(item) is logging.LogRecord else None
                 try:
+                    if record is None:
+                        record = item.make_record()  # type: ignore[union-attr]
                     lines.append(self.format(record))
                 except Exception:  # noqa: BLE001 - as logging does: report, go on
-                    self.handleError(record)
+                    if record is not None:
+                        self.handleError(record)
             if not lines:
                 return
             try:
                 self.stream.write("\n".join(lines) + "\n")
                 self.stream.flush()
             except Exception:  # noqa: BLE001
-                self.handleError(records[-1])
+                if record is not None:
+                    self.handleError(record)
+
+
+def sole_handler(logger: logging.Logger, level: int) -> BackgroundLogHandler | None:
+    """The BackgroundLogHandler that a record of `level` logged on `logger` reaches, when
+    it reaches that handler only, through no filter (what `Logger.handle` would do with it
+    is then `handler.emit`); else None.
+
+    Asked per record, so it looks at the one shape `cogserve serve` sets up (a logger
+    with no handler of its own under the `cogserve` logger, which holds the handler and
+    does not propagate) and says None to anything else."""
+    if logger.handlers or logger.filters or logger.disabled or not logger.propagate:
+        return None
+    parent = logger.parent
+    if parent is None or parent.propagate:
+        return None
+    handlers = parent.handlers
+    if len(handlers) != 1:
+        return None
+    handler = handlers[0]
+    if type(handler) is not BackgroundLogHandler or handler.filters or level < handler.level \
+            or level >= logging.WARNING:
+        return None
+    return handler

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cogserve.http.asgi import Message, Receive, Scope, Send
 from cogserve.http.responses import PREDICTION_KEY
 from cogserve.http.routing import ROUTE_KEY
+from cogserve.log_writer import sole_handler
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -84,10 +85,36 @@ def _log_access(level: int, scope: Scope, route: str, method: str, status: int,
                 seconds: float) -> None:
     prediction = scope.get(PREDICTION_KEY)
     ident = prediction.id if prediction is not None else None
-    fields = {"method": method, "path": route, "status": status,
-              "duration_s": round(seconds, 6), "prediction_id": ident}
-    access_log.handle(_record(level, (method, route, status, seconds * 1000,
-                                      f" prediction {ident}" if ident else ""), fields))
+    handler = sole_handler(access_log, level) if _templated() else None
+    if handler is not None:  # the record is made by the log writer's thread
+        handler.defer(_AccessLine(level, method, route, status, seconds, ident,
+                                  time.time_ns() if _NS_CLOCK else time.time()))
+        return
+    access_log.handle(_record(level, *_content(method, route, status, seconds, ident)))
+
+
+def _content(method: str, route: str, status: int, seconds: float, ident: str | None
+             ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The access record's arguments (of `_MESSAGE`) and structured fields."""
+    return ((method, route, status, seconds * 1000, f" prediction {ident}" if ident else ""),
+            {"method": method, "path": route, "status": status,
+             "duration_s": round(seconds, 6), "prediction_id": ident})
+
+
+class _AccessLine:
+    """An access line handed to the log writer (`BackgroundLogHandler.defer`): what the
+    record says, and when it was logged; the writer thread makes its record."""
+
+    __slots__ = ("level", "method", "route", "status", "seconds", "ident", "created")
+
+    def __init__(self, level: int, method: str, route: str, status: int, seconds: float,
+                 ident: str | None, created: float | int) -> None:
+        self.level, self.method, self.route, self.status = level, method, route, status
+        self.seconds, self.ident, self.created = seconds, ident, created
+
+    def make_record(self) -> logging.LogRecord:
+        args, fields = _content(self.method, self.route, self.status, self.seconds, self.ident)
+        return _record(self.level, args, fields, self.created)
 
 
 _MESSAGE = "%s %s %d %.1f ms%s"
@@ -96,8 +123,20 @@ _NS_CLOCK = sys.version_info >= (3, 13)  # LogRecord's clock: time_ns() from 3.1
 _TASKS_LOOKED_UP = sys.version_info >= (3, 12)  # records name their asyncio task from 3.12 on
 
 
-def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any]) -> logging.LogRecord:
-    """The access line's record, with the attributes `Logger.makeRecord` would give it.
+def _templated() -> bool:
+    """Whether `_record` copies its template: no record attribute is looked up per record
+    (the thread, process or task that logs it, or a record factory of the application's),
+    so the record can be made on another thread, later, and say the same."""
+    return not (logging.logThreads or logging.logProcesses or logging.logMultiprocessing
+                or (_TASKS_LOOKED_UP and logging.logAsyncioTasks)  # type: ignore[attr-defined]
+                or logging.getLogRecordFactory() is not logging.LogRecord)
+
+
+def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any],
+            created: float | int | None = None) -> logging.LogRecord:
+    """The access line's record, with the attributes `Logger.makeRecord` would give it
+    (stamped `created`, the time it was logged, when given: `time.time()`, or
+    `time.time_ns()` where LogRecord takes that clock; else now).
 
     makeRecord + handle is Logger.log without the caller lookup (which walks the stack);
     where no record attribute is looked up per record (`serve` turns off the thread,
@@ -107,9 +146,7 @@ def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any]) -> loggin
     makeRecord's checks of `extra` cost ~3/4 of the access line on the event loop.
     """
     global _template
-    if (logging.logThreads or logging.logProcesses or logging.logMultiprocessing
-            or (_TASKS_LOOKED_UP and logging.logAsyncioTasks)  # type: ignore[attr-defined]
-            or logging.getLogRecordFactory() is not logging.LogRecord):
+    if not _templated():
         return access_log.makeRecord(access_log.name, level, __file__, 0, _MESSAGE, args, None,
                                      extra={"fields": fields})
     if _template is None:
@@ -124,12 +161,12 @@ def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any]) -> loggin
     attributes["fields"] = fields
     # as LogRecord.__init__ stamps the time
     if _NS_CLOCK:
-        ns = time.time_ns()
+        ns = time.time_ns() if created is None else int(created)
         attributes["created"] = ns / 1e9
         attributes["msecs"] = (ns % 1_000_000_000) // 1_000_000 + 0.0
         attributes["relativeCreated"] = (ns - logging._startTime) / 1e6  # type: ignore[attr-defined]
     else:
-        now = time.time()
+        now = time.time() if created is None else created
         attributes["created"] = now
         attributes["msecs"] = int((now - int(now)) * 1000) + 0.0
         attributes["relativeCreated"] = (now - logging._startTime) * 1000  # type: ignore[attr-defined]
