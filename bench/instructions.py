@@ -63,6 +63,7 @@ class Count:
     system: str
     mode: str
     per_request: float | None = None
+    loop: float = 0.0  # the main thread's part (the event loop)
     error: str = ""
     refused: float = 0.0  # mix: 409 answers per successful prediction
 
@@ -73,7 +74,8 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
     port = free_port()
     model = envs.BENCH / "models" / MODELS[mode]
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.%p",
-            "--dump-instr=no", str(venv / "bin" / "python"), str(venv / "bin" / "cogserve"),
+            "--dump-instr=no", "--separate-threads=yes", str(venv / "bin" / "python"),
+            str(venv / "bin" / "cogserve"),
             "serve", str(model), "--host", "127.0.0.1", "--port", str(port)]
     # PYTHONMALLOC=malloc: valgrind sees the allocations (pymalloc's arenas confuse it)
     proc = Proc(argv, env={"LOG_FORMAT": "console", "PYTHONMALLOC": "malloc", **env},
@@ -93,7 +95,8 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
         began = time.monotonic()
         time.sleep(IDLE_S)
         _callgrind_control("--dump=idle", proc.pid)
-        idle_per_s = _dumped(out, b"idle") / (time.monotonic() - began)
+        idle = _dumped(out, b"idle")
+        idle_s = time.monotonic() - began
         conn.close()  # the server closed it meanwhile (keep-alive timeout): a new one
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         expect = 409 if mode == "refusal" else 200
@@ -109,8 +112,10 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
         span = time.monotonic() - began
         conn.close()
         measured = _dumped(out, b"measured")
-        return Count(system, mode, (measured - idle_per_s * span) / requests,
-                     refused=refused / requests)
+        total, loop = (
+            (sum(measured.values()) - sum(idle.values()) * span / idle_s) / requests,
+            (measured.get(1, 0) - idle.get(1, 0) * span / idle_s) / requests)
+        return Count(system, mode, total, loop, refused=refused / requests)
     except (LoadError, OSError, RuntimeError, subprocess.CalledProcessError) as exc:
         return Count(system, mode, error=f"{exc}; log: {proc.tail(3)}")
     finally:
@@ -120,19 +125,25 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
             label = re.sub(r"[^A-Za-z0-9]+", "-", system).strip("-")
             for path in out.glob("callgrind.*"):
                 if b"\ndesc: Trigger: dump measured\n" in path.read_bytes():
-                    shutil.copy(path, keep / f"{mode}-{label}.callgrind")
+                    thread = path.name.rpartition("-")[2]
+                    shutil.copy(path, keep / f"{mode}-{label}-thread{thread}.callgrind")
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _dumped(folder: pathlib.Path, name: bytes) -> int:
-    """The instruction total of the dump called `name`."""
+def _dumped(folder: pathlib.Path, name: bytes) -> dict[int, int]:
+    """The instruction totals of the dump called `name`, by thread (1: the main thread;
+    callgrind names each thread's file `callgrind.PID.DUMP-THREAD`)."""
+    totals: dict[int, int] = {}
     for path in folder.glob("callgrind.*"):
         text = path.read_bytes()
         if b"\ndesc: Trigger: dump " + name + b"\n" in text:
             found = _TOTAL.search(text)
             if found:
-                return int(found.group(1))
-    raise RuntimeError(f"callgrind wrote no {name.decode()!r} dump")
+                thread = path.name.rpartition("-")[2]
+                totals[int(thread) if thread.isdigit() else 1] = int(found.group(1))
+    if not totals:
+        raise RuntimeError(f"callgrind wrote no {name.decode()!r} dump")
+    return totals
 
 
 def _send(conn: http.client.HTTPConnection, n: int, expect: int = 200) -> None:
@@ -265,7 +276,8 @@ def _report(mode: str, systems: list[tuple[str, pathlib.Path]], requests: int, w
         ratio = f"  cogserve / this {ours / result.per_request:.3f}x" \
             if ours and result is not results[0] else ""
         mix = f"  ({result.refused:.2f} refusals per success)" if mode == "mix" else ""
-        print(f"  {result.system}: {result.per_request:,.0f}{ratio}{mix}", flush=True)
+        print(f"  {result.system}: {result.per_request:,.0f} (event loop {result.loop:,.0f})"
+              f"{ratio}{mix}", flush=True)
 
 
 if __name__ == "__main__":
