@@ -31,7 +31,7 @@ from cogserve.http.responses import (
     send_json,
 )
 from cogserve.protocol import Mode
-from cogserve.runtime.errors import InputNotSendable, Refusal, UnknownPrediction
+from cogserve.runtime.errors import AtCapacity, InputNotSendable, Refusal, UnknownPrediction
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import encoded_frame
 from cogserve.runtime.prediction import Listener, Prediction
@@ -55,6 +55,12 @@ _STATUSES = tuple(Status)
 def refusal_response(exc: Refusal) -> HTTPError:
     """The runtime's refusal as Cog's routes answer it: the status from the shared table
     (`http/refusals.py`), the body in Cog's shape."""
+    if type(exc) is AtCapacity:  # most requests to a busy server: the same answer each time
+        return _AT_CAPACITY
+    return _refusal_response(exc)
+
+
+def _refusal_response(exc: Refusal) -> HTTPError:
     status, headers = refusals.status_of(exc)
     body: dict[str, Any]
     if isinstance(exc, InputNotSendable):  # as a validation error of the input
@@ -185,23 +191,24 @@ class CogRoutes:
         durable = service.durable if respond_async or webhook else None
         if durable is not None and durable.failure is not None:
             raise _store_unavailable(durable.failure)
+        timeout = request_timeout(scope)  # 400 for a bad header, before any refusal below
         listeners: list[Listener] = []
         if webhook and self.webhook_listener is not None:
             listeners.append(self.webhook_listener(webhook, events))
         context = {k: v for k in ("traceparent", "tracestate")
                    if (v := header(scope, k.encode())) is not None}
-        prediction = service.create(  # an id made only for a request that gets this far
-            prediction_id or service.new_id(), raw_input, mode=mode, webhook=webhook,
+        prediction = service.create(  # without an id, one is made once it has a place
+            prediction_id, raw_input, mode=mode, webhook=webhook,
             webhook_events_filter=events, output_file_prefix=prefix,
             context=context, listeners=listeners, remember=True,
-            model_context=model_context, timeout=request_timeout(scope),
+            model_context=model_context, timeout=timeout,
         )
         scope[PREDICTION_KEY] = prediction
         if durable is not None:
             # what makes it again after a crash (its input unless too big to keep)
             request = StoredRequest(mode, raw_input if body_size <= KEPT_REQUEST_BYTES else None,
                                     webhook, events, prefix, context or None, model_context,
-                                    request_timeout(scope))
+                                    timeout)
             try:
                 accepted = await durable.accept(prediction, request.encode())
             except StoreError as exc:  # not accepted: it must not run unrecorded
@@ -345,6 +352,11 @@ def health_document(health: HealthSnapshot) -> dict[str, Any]:
     if health.store_error is not None:  # why UNHEALTHY: the prediction store (--store)
         doc["store_error"] = health.store_error
     return doc
+
+
+_at_capacity = _refusal_response(AtCapacity())
+_AT_CAPACITY = HTTPError(_at_capacity.status, orjson.dumps(_at_capacity.body),
+                         _at_capacity.headers)
 
 
 def _store_unavailable(reason: str) -> HTTPError:

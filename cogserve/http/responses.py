@@ -76,12 +76,24 @@ async def send_plain(send: Send, error: PlainError) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+_HEADERS_KEY = "cogserve.headers"  # the scope's headers by name, made on the first look-up
+
+
 def header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            decoded: str = value.decode("latin-1")
-            return decoded
-    return None
+    """The first value of the request header `name` (lowercase), or None.
+
+    A create request asks for eight headers; the first look-up maps them by name (the
+    first value of each, as a scan finds it), the others are dict look-ups."""
+    headers = scope["headers"]
+    cached = scope.get(_HEADERS_KEY)
+    if cached is None or cached[0] is not headers:
+        pairs = headers if isinstance(headers, list | tuple) else list(headers)
+        cached = scope[_HEADERS_KEY] = (headers, dict(reversed(pairs)))
+    value = cached[1].get(name)
+    if value is None:
+        return None
+    decoded: str = value.decode("latin-1")
+    return decoded
 
 
 async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
