@@ -26,7 +26,7 @@ from cogserve.http.disconnect import wait_or_cancel
 from cogserve.http.responses import (
     PREDICTION_KEY,
     HTTPError,
-    header,
+    headers_of,
     read_body,
     send_json,
 )
@@ -50,6 +50,7 @@ _ID = re.compile(r"^[^/]{1,256}$")
 _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 LIST_LIMIT, LIST_MAX = 100, 1000  # GET /predictions: a page's default and largest size
 _STATUSES = tuple(Status)
+_TRACE_CONTEXT = (("traceparent", b"traceparent"), ("tracestate", b"tracestate"))
 
 
 def refusal_response(exc: Refusal) -> HTTPError:
@@ -123,7 +124,8 @@ class CogRoutes:
     async def create(self, scope: Scope, receive: Receive, send: Send,
                      path_id: str | None = None, mode: Mode = Mode.PREDICT) -> None:
         service = self.service
-        wants_sse = "text/event-stream" in (header(scope, b"accept") or "")
+        headers = headers_of(scope)
+        wants_sse = b"text/event-stream" in headers.get(b"accept", b"")
         if wants_sse:
             if mode is Mode.TRAIN:
                 raise HTTPError(406, {"error": "Training endpoints do not support streaming "
@@ -132,7 +134,7 @@ class CogRoutes:
                 raise HTTPError(406, {"error": "This model does not support streaming responses."
                                                " Add @cog.streaming to predict() to enable SSE."})
         if path_id is None or service.running(path_id) is None:
-            _refuse_large_body_early(service, scope)
+            _refuse_large_body_early(service, headers)
         body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
         body_size = 0
         if request_document.check_content_type(scope):
@@ -141,7 +143,7 @@ class CogRoutes:
             body_size = len(raw)
             body = request_document.parse(raw)
             del raw
-        respond_async = "respond-async" in (header(scope, b"prefer") or "")
+        respond_async = b"respond-async" in headers.get(b"prefer", b"")
 
         prediction_id = path_id
         body_id = body.get("id")
@@ -195,8 +197,8 @@ class CogRoutes:
         listeners: list[Listener] = []
         if webhook and self.webhook_listener is not None:
             listeners.append(self.webhook_listener(webhook, events))
-        context = {k: v for k in ("traceparent", "tracestate")
-                   if (v := header(scope, k.encode())) is not None}
+        context = {name: value.decode("latin-1") for name, key in _TRACE_CONTEXT
+                   if (value := headers.get(key)) is not None}
         prediction = service.create(  # without an id, one is made once it has a place
             prediction_id, raw_input, mode=mode, webhook=webhook,
             webhook_events_filter=events, output_file_prefix=prefix,
@@ -393,10 +395,10 @@ async def _respond_finished(send: Send, finished: Finished, respond_async: bool,
         await send_json(send, 202 if respond_async else 200, finished.body)
 
 
-def _refuse_large_body_early(service: Service, scope: Scope) -> None:
+def _refuse_large_body_early(service: Service, headers: dict[bytes, bytes]) -> None:
     """A body over EARLY_CHECK_BYTES that would be refused for want of a slot (or while
     the server is not ready) is refused before it is read, not after."""
-    length = header(scope, b"content-length")
+    length = headers.get(b"content-length")
     if length is None or not length.isdigit() or int(length) <= EARLY_CHECK_BYTES:
         return
     service.check_accepting()

@@ -83,17 +83,24 @@ def header(scope: Scope, name: bytes) -> str | None:
     """The first value of the request header `name` (lowercase), or None.
 
     A create request asks for eight headers; the first look-up maps them by name (the
-    first value of each, as a scan finds it), the others are dict look-ups."""
+    first value of each, as a scan finds it: `headers_of`), the others are dict look-ups."""
+    value = headers_of(scope).get(name)
+    if value is None:
+        return None
+    decoded: str = value.decode("latin-1")
+    return decoded
+
+
+def headers_of(scope: Scope) -> dict[bytes, bytes]:
+    """The request's headers by (lowercase) name, the first value of each; made once per
+    request (kept in the scope), read-only."""
     headers = scope["headers"]
     cached = scope.get(_HEADERS_KEY)
     if cached is None or cached[0] is not headers:
         pairs = headers if isinstance(headers, list | tuple) else list(headers)
         cached = scope[_HEADERS_KEY] = (headers, dict(reversed(pairs)))
-    value = cached[1].get(name)
-    if value is None:
-        return None
-    decoded: str = value.decode("latin-1")
-    return decoded
+    by_name: dict[bytes, bytes] = cached[1]
+    return by_name
 
 
 async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:

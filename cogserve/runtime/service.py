@@ -284,8 +284,11 @@ class Service:
 
     def check_accepting(self) -> None:
         """Raise NotReady unless a prediction could be created now (slots aside)."""
-        if self._workers.shutting_down:
+        workers = self._workers
+        if workers.shutting_down:
             raise NotReady("The server is shutting down", None)
+        if workers.pool.state is WorkerState.READY:  # asked per request: READY, at once
+            return
         status = self.status
         if status is not Health.READY and not self.restarting:
             raise NotReady(_not_ready(status, self.fatal_reason), status)
