@@ -13,8 +13,8 @@ queued before it returns.
 
 A line logged on every request (the access line) can skip even the record: `sole_handler`
 says when a logger's INFO records reach this handler and nothing else (no filter on the
-way), and `defer` then queues a `Deferred`, whose LogRecord is made by the writer thread
-(the same record, with the time it was logged), not by the event loop.
+way), and `defer` then queues a function and its arguments, which the writer thread calls
+to make the LogRecord (the same record, with the time it was logged), not the event loop.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ import collections
 import logging
 import threading
 import time
-from typing import Protocol, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 BATCH_DELAY = 0.005  # seconds the writer waits after a first line for others to join it
 
 
-class Deferred(Protocol):
-    """A record below WARNING to be made by the writer thread (`BackgroundLogHandler.defer`)."""
-
-    def make_record(self) -> logging.LogRecord: ...
+# a record below WARNING for the writer thread to make: a function and its arguments
+Deferred = tuple[Callable[..., logging.LogRecord], tuple[Any, ...]]
 
 
 class BackgroundLogHandler(logging.Handler):
@@ -55,10 +54,10 @@ class BackgroundLogHandler(logging.Handler):
                 self._start()
             self._wake.set()
 
-    def defer(self, item: Deferred) -> None:
-        """Queue a record below WARNING that the writer thread makes (what `emit` does with
-        a record made already); for a logger whose `sole_handler` this is."""
-        self._queue.append(item)
+    def defer(self, make: Callable[..., logging.LogRecord], args: tuple[Any, ...]) -> None:
+        """Queue a record below WARNING that the writer thread makes, `make(*args)` (what
+        `emit` does with a record made already); for a logger whose `sole_handler` this is."""
+        self._queue.append((make, args))
         if not self._wake.is_set():
             if self._thread is None:
                 self._start()
@@ -96,10 +95,12 @@ class BackgroundLogHandler(logging.Handler):
             lines = []
             record: logging.LogRecord | None = None
             for item in records:
-                record = item if type(item) is logging.LogRecord else None
+                record = None
                 try:
-                    if record is None:
-                        record = item.make_record()  # type: ignore[union-attr]
+                    if isinstance(item, tuple):
+                        record = item[0](*item[1])
+                    else:
+                        record = item
                     lines.append(self.format(record))
                 except Exception:  # noqa: BLE001 - as logging does: report, go on
                     if record is not None:

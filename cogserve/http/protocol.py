@@ -24,7 +24,7 @@ The per-request path is uvicorn's (`HttpToolsProtocol`'s parser callbacks and it
 `RequestResponseCycle`), written out here as one class per side with the same
 behaviour and less per request (every request pays it, a 409 refusal as much as a
 prediction): the callbacks do their own work without a second call into uvicorn's;
-`_Cycle.send` writes a response's head and its body in one write() (uvicorn writes the
+`Cycle.send` writes a response's head and its body in one write() (uvicorn writes the
 status line and headers as soon as the app starts its response and the body when it
 sends it: two system calls, and two wake-ups of the client, for every JSON answer sent
 whole); the server's default headers (Date), checked once per second rather than per
@@ -295,7 +295,7 @@ class _LimitedProtocol(HttpToolsProtocol):
             app = self.app if self._forwarded else self._direct_app
 
         existing = self.cycle
-        self.cycle = cycle = _Cycle(  # type: ignore[assignment]
+        self.cycle = cycle = Cycle(  # type: ignore[assignment]
             scope, self.transport, self.flow, self,
             http_version != "1.0" and parser.should_keep_alive())
         self._arm(self.limits.body_timeout)
@@ -374,7 +374,7 @@ class _Signal:
         await waiter
 
 
-class _Cycle:
+class Cycle:
     """One request and its response: uvicorn's `RequestResponseCycle` (what the ASGI app
     sees: `receive`, `send`), with the head of a response whose body has a known length
     held back and written with the first bytes of that body.
@@ -389,7 +389,7 @@ class _Cycle:
     __slots__ = ("scope", "transport", "flow", "protocol", "message_event", "on_response",
                  "disconnected", "keep_alive", "waiting_for_100_continue", "body",
                  "more_body", "response_started", "response_complete", "chunked_encoding",
-                 "expected_content_length", "_held")
+                 "expected_content_length", "_held", "status")
 
     def __init__(self, scope: Any, transport: asyncio.Transport, flow: FlowControl,
                  protocol: _LimitedProtocol, keep_alive: bool) -> None:
@@ -409,6 +409,10 @@ class _Cycle:
         self.chunked_encoding: bool | None = None
         self.expected_content_length = 0
         self._held: bytes | None = None
+        # the status of the last `http.response.start` the app sent (499 before one: the
+        # request observer's reading of a client that left first), whether or not it was
+        # written: what the observer would see wrapping `send`, without the wrapper
+        self.status = 499
 
     async def run_asgi(self, app: Any) -> None:
         try:
@@ -449,17 +453,20 @@ class _Cycle:
                          "more_body": False})
 
     async def send(self, message: Any) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.status = message["status"]
         if self.flow.write_paused and not self.disconnected:
             await self.flow.drain()
         if self.disconnected:
             return
         if not self.response_started:
-            if message["type"] != "http.response.start":
+            if kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', but got "
                                    f"'{message['type']}'.")
             self._start(message)
         elif not self.response_complete:
-            if message["type"] != "http.response.body":
+            if kind != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', but got "
                                    f"'{message['type']}'.")
             self._body(message)

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import Message, Receive, Scope, Send
+from cogserve.http.protocol import Cycle
 from cogserve.http.responses import PREDICTION_KEY
 from cogserve.http.routing import ROUTE_KEY
 from cogserve.log_writer import sole_handler
@@ -52,14 +53,21 @@ class RequestObserver:
         # no answer started: the client went away first (a sync prediction's client that
         # disconnects); logged and counted as nginx does, 499 "client closed request"
         status = 499
+        # cogserve's own HTTP server keeps the status the app started its answer with
+        # (`Cycle.status`, 499 before one); under another (Ray's), `send` is wrapped
+        cycle = getattr(send, "__self__", None)
+        if type(cycle) is not Cycle:
+            cycle = None
 
-        def observed_send(message: Message) -> Awaitable[None]:
-            # a plain function handing back send's awaitable: no coroutine of its own
-            # wrapped around each send
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            return send(message)
+            def observed_send(message: Message) -> Awaitable[None]:
+                # a plain function handing back send's awaitable: no coroutine of its own
+                # wrapped around each send
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                return send(message)
+
+            send = observed_send
 
         route: str = scope[ROUTE_KEY].template
         tracing = self.tracing
@@ -68,9 +76,11 @@ class RequestObserver:
             traced = tracing.start_request(scope)
         try:
             assert self.inner is not None
-            await self.inner(scope, receive, observed_send)
+            await self.inner(scope, receive, send)
         finally:
             seconds = time.perf_counter() - started
+            if cycle is not None:
+                status = cycle.status
             method = scope["method"]
             if self.metrics is not None:
                 self.metrics.observe_request(route, method, status, seconds)
@@ -87,10 +97,18 @@ def _log_access(level: int, scope: Scope, route: str, method: str, status: int,
     ident = prediction.id if prediction is not None else None
     handler = sole_handler(access_log, level) if _templated() else None
     if handler is not None:  # the record is made by the log writer's thread
-        handler.defer(_AccessLine(level, method, route, status, seconds, ident,
-                                  time.time_ns() if _NS_CLOCK else time.time()))
+        handler.defer(_deferred_record, (level, method, route, status, seconds, ident,
+                                         time.time_ns() if _NS_CLOCK else time.time()))
         return
     access_log.handle(_record(level, *_content(method, route, status, seconds, ident)))
+
+
+def _deferred_record(level: int, method: str, route: str, status: int, seconds: float,
+                     ident: str | None, created: float | int) -> logging.LogRecord:
+    """The access line's record, made by the log writer's thread: what it says, and when
+    it was logged."""
+    args, fields = _content(method, route, status, seconds, ident)
+    return _record(level, args, fields, created)
 
 
 def _content(method: str, route: str, status: int, seconds: float, ident: str | None
@@ -99,22 +117,6 @@ def _content(method: str, route: str, status: int, seconds: float, ident: str | 
     return ((method, route, status, seconds * 1000, f" prediction {ident}" if ident else ""),
             {"method": method, "path": route, "status": status,
              "duration_s": round(seconds, 6), "prediction_id": ident})
-
-
-class _AccessLine:
-    """An access line handed to the log writer (`BackgroundLogHandler.defer`): what the
-    record says, and when it was logged; the writer thread makes its record."""
-
-    __slots__ = ("level", "method", "route", "status", "seconds", "ident", "created")
-
-    def __init__(self, level: int, method: str, route: str, status: int, seconds: float,
-                 ident: str | None, created: float | int) -> None:
-        self.level, self.method, self.route, self.status = level, method, route, status
-        self.seconds, self.ident, self.created = seconds, ident, created
-
-    def make_record(self) -> logging.LogRecord:
-        args, fields = _content(self.method, self.route, self.status, self.seconds, self.ident)
-        return _record(self.level, args, fields, self.created)
 
 
 _MESSAGE = "%s %s %d %.1f ms%s"
