@@ -132,7 +132,18 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
 
 def _dumped(folder: pathlib.Path, name: bytes) -> dict[int, int]:
     """The instruction totals of the dump called `name`, by thread (1: the main thread;
-    callgrind names each thread's file `callgrind.PID.DUMP-THREAD`)."""
+    callgrind names each thread's file `callgrind.PID.DUMP-THREAD`). The files can land
+    a moment after callgrind_control returns (on a busy machine): looked for a while."""
+    deadline = time.monotonic() + 30
+    while not _dumped_now(folder, name):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"callgrind wrote no {name.decode()!r} dump")
+        time.sleep(0.2)
+    time.sleep(0.5)  # the other threads' files of the same dump
+    return _dumped_now(folder, name)
+
+
+def _dumped_now(folder: pathlib.Path, name: bytes) -> dict[int, int]:
     totals: dict[int, int] = {}
     for path in folder.glob("callgrind.*"):
         text = path.read_bytes()
@@ -141,8 +152,6 @@ def _dumped(folder: pathlib.Path, name: bytes) -> dict[int, int]:
             if found:
                 thread = path.name.rpartition("-")[2]
                 totals[int(thread) if thread.isdigit() else 1] = int(found.group(1))
-    if not totals:
-        raise RuntimeError(f"callgrind wrote no {name.decode()!r} dump")
     return totals
 
 
