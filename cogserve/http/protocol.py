@@ -163,6 +163,9 @@ class _LimitedProtocol(HttpToolsProtocol):
             self._watch.cancel()
             self._watch = None
         super().connection_lost(exc)
+        cycle: Any = self.cycle
+        if cycle is not None and cycle.disconnected and cycle.on_disconnect is not None:
+            cycle.on_disconnect()
 
     def on_response_complete(self) -> None:
         # uvicorn's, with its keep-alive timer kept by the watch
@@ -389,7 +392,7 @@ class Cycle:
     __slots__ = ("scope", "transport", "flow", "protocol", "message_event", "on_response",
                  "disconnected", "keep_alive", "waiting_for_100_continue", "body",
                  "more_body", "response_started", "response_complete", "chunked_encoding",
-                 "expected_content_length", "_held", "status")
+                 "expected_content_length", "_held", "status", "on_disconnect")
 
     def __init__(self, scope: Any, transport: asyncio.Transport, flow: FlowControl,
                  protocol: _LimitedProtocol, keep_alive: bool) -> None:
@@ -413,6 +416,9 @@ class Cycle:
         # request observer's reading of a client that left first), whether or not it was
         # written: what the observer would see wrapping `send`, without the wrapper
         self.status = 499
+        # called once the client has gone (the connection lost before the response was
+        # complete): `http.disconnect.wait_or_disconnect` sets it while a prediction runs
+        self.on_disconnect: Callable[[], None] | None = None
 
     async def run_asgi(self, app: Any) -> None:
         try:

@@ -163,3 +163,37 @@ def test_an_app_that_fails_after_its_head_has_the_head_written_and_the_connectio
         assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
         assert transport.closed
     run(body)
+
+
+def test_a_prediction_waited_on_hears_of_the_lost_connection_at_once() -> None:
+    from cogserve.http.disconnect import wait_or_disconnect
+
+    class Prediction:
+        def __init__(self) -> None:
+            self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def body() -> None:
+        seen: dict[str, Any] = {}
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await receive()
+            seen["prediction"] = prediction = Prediction()
+            seen["result"] = await wait_or_disconnect(prediction, receive)
+
+        protocol, transport = connect(app=app)
+        protocol.data_received(POST)
+        await settle()
+        assert "result" not in seen  # waiting
+        protocol.connection_lost(None)
+        await settle()
+        assert seen["result"] is False
+        assert not seen["prediction"].done.done()
+        assert not seen["prediction"].done._callbacks  # its callback was taken off
+
+        protocol, transport = connect(app=app)
+        protocol.data_received(POST)
+        await settle()
+        seen["prediction"].done.set_result(None)
+        await settle()
+        assert seen["result"] is True
+    run(body)
