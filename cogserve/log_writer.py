@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +41,12 @@ class BackgroundLogHandler(logging.Handler):
         super().__init__()
         self.stream = stream
         self._queue: collections.deque[logging.LogRecord | Deferred] = collections.deque()
-        self._wake = threading.Event()
+        # the writer thread's wake-ups: a token is put each time `_pending` turns true (so
+        # none is lost: a record queued after the writer took its token and before it
+        # reset `_pending` is written by the write that follows the reset), and taken by
+        # a get() that blocks in C (an Event's wait is a Condition's, in Python)
+        self._pending = False
+        self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._write_lock = threading.Lock()  # one writer at a time; keeps lines whole
         self._thread: threading.Thread | None = None
 
@@ -49,19 +55,21 @@ class BackgroundLogHandler(logging.Handler):
             self._write([record])
             return
         self._queue.append(record)
-        if not self._wake.is_set():
-            if self._thread is None:
-                self._start()
-            self._wake.set()
+        if not self._pending:
+            self._wake()
 
     def defer(self, make: Callable[..., logging.LogRecord], args: tuple[Any, ...]) -> None:
         """Queue a record below WARNING that the writer thread makes, `make(*args)` (what
         `emit` does with a record made already); for a logger whose `sole_handler` this is."""
         self._queue.append((make, args))
-        if not self._wake.is_set():
-            if self._thread is None:
-                self._start()
-            self._wake.set()
+        if not self._pending:
+            self._wake()
+
+    def _wake(self) -> None:
+        if self._thread is None:
+            self._start()
+        self._pending = True
+        self._tokens.put(None)
 
     def flush(self) -> None:
         self._write([])
@@ -79,9 +87,9 @@ class BackgroundLogHandler(logging.Handler):
 
     def _run(self) -> None:
         while True:
-            self._wake.wait()
+            self._tokens.get()
             time.sleep(BATCH_DELAY)
-            self._wake.clear()  # a record queued from here on sets it again
+            self._pending = False  # a record queued from here on puts a token again
             self._write([])
 
     def _write(self, then: list[logging.LogRecord]) -> None:
