@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -212,10 +211,9 @@ class Metrics:
         self.predictions.add((prediction.kind, prediction.status.value), 1)
         if prediction.predict_time is not None:
             self.prediction_duration.observe(kind, prediction.predict_time)
-        started: datetime | None = prediction.started_at
-        if started is not None:
-            self.queue_wait.observe(
-                kind, max(0.0, (started - prediction.created_at).total_seconds()))
+        wait = prediction.queue_wait()
+        if wait is not None:
+            self.queue_wait.observe(kind, max(0.0, wait))
 
     # ------------------------------------------------------------ exposition
 
