@@ -10,17 +10,28 @@ Records at WARNING and above are written at once, after whatever is queued (so l
 keep their order): a failure is never held back, and never lost when the process dies
 right after it. `flush()` (which `logging.shutdown` calls at exit) writes everything
 queued before it returns.
+
+A line logged on every request (the access line) can skip even the record: `sole_handler`
+says when a logger's INFO records reach this handler and nothing else (no filter on the
+way), and `defer` then queues a function and its arguments, which the writer thread calls
+to make the LogRecord (the same record, with the time it was logged), not the event loop.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import queue
 import threading
 import time
-from typing import TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 BATCH_DELAY = 0.005  # seconds the writer waits after a first line for others to join it
+
+
+# a record below WARNING for the writer thread to make: a function and its arguments
+Deferred = tuple[Callable[..., logging.LogRecord], tuple[Any, ...]]
 
 
 class BackgroundLogHandler(logging.Handler):
@@ -29,8 +40,13 @@ class BackgroundLogHandler(logging.Handler):
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
         self.stream = stream
-        self._queue: collections.deque[logging.LogRecord] = collections.deque()
-        self._wake = threading.Event()
+        self._queue: collections.deque[logging.LogRecord | Deferred] = collections.deque()
+        # the writer thread's wake-ups: a token is put each time `_pending` turns true (so
+        # none is lost: a record queued after the writer took its token and before it
+        # reset `_pending` is written by the write that follows the reset), and taken by
+        # a get() that blocks in C (an Event's wait is a Condition's, in Python)
+        self._pending = False
+        self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._write_lock = threading.Lock()  # one writer at a time; keeps lines whole
         self._thread: threading.Thread | None = None
 
@@ -39,10 +55,21 @@ class BackgroundLogHandler(logging.Handler):
             self._write([record])
             return
         self._queue.append(record)
-        if not self._wake.is_set():
-            if self._thread is None:
-                self._start()
-            self._wake.set()
+        if not self._pending:
+            self._wake()
+
+    def defer(self, make: Callable[..., logging.LogRecord], args: tuple[Any, ...]) -> None:
+        """Queue a record below WARNING that the writer thread makes, `make(*args)` (what
+        `emit` does with a record made already); for a logger whose `sole_handler` this is."""
+        self._queue.append((make, args))
+        if not self._pending:
+            self._wake()
+
+    def _wake(self) -> None:
+        if self._thread is None:
+            self._start()
+        self._pending = True
+        self._tokens.put(None)
 
     def flush(self) -> None:
         self._write([])
@@ -60,9 +87,9 @@ class BackgroundLogHandler(logging.Handler):
 
     def _run(self) -> None:
         while True:
-            self._wake.wait()
+            self._tokens.get()
             time.sleep(BATCH_DELAY)
-            self._wake.clear()  # a record queued from here on sets it again
+            self._pending = False  # a record queued from here on puts a token again
             self._write([])
 
     def _write(self, then: list[logging.LogRecord]) -> None:
@@ -74,15 +101,46 @@ class BackgroundLogHandler(logging.Handler):
             if not records:
                 return
             lines = []
-            for record in records:
+            record: logging.LogRecord | None = None
+            for item in records:
+                record = None
                 try:
+                    if isinstance(item, tuple):
+                        record = item[0](*item[1])
+                    else:
+                        record = item
                     lines.append(self.format(record))
                 except Exception:  # noqa: BLE001 - as logging does: report, go on
-                    self.handleError(record)
+                    if record is not None:
+                        self.handleError(record)
             if not lines:
                 return
             try:
                 self.stream.write("\n".join(lines) + "\n")
                 self.stream.flush()
             except Exception:  # noqa: BLE001
-                self.handleError(records[-1])
+                if record is not None:
+                    self.handleError(record)
+
+
+def sole_handler(logger: logging.Logger, level: int) -> BackgroundLogHandler | None:
+    """The BackgroundLogHandler that a record of `level` logged on `logger` reaches, when
+    it reaches that handler only, through no filter (what `Logger.handle` would do with it
+    is then `handler.emit`); else None.
+
+    Asked per record, so it looks at the one shape `cogserve serve` sets up (a logger
+    with no handler of its own under the `cogserve` logger, which holds the handler and
+    does not propagate) and says None to anything else."""
+    if logger.handlers or logger.filters or logger.disabled or not logger.propagate:
+        return None
+    parent = logger.parent
+    if parent is None or parent.propagate:
+        return None
+    handlers = parent.handlers
+    if len(handlers) != 1:
+        return None
+    handler = handlers[0]
+    if type(handler) is not BackgroundLogHandler or handler.filters or level < handler.level \
+            or level >= logging.WARNING:
+        return None
+    return handler

@@ -26,12 +26,12 @@ from cogserve.http.disconnect import wait_or_cancel
 from cogserve.http.responses import (
     PREDICTION_KEY,
     HTTPError,
-    header,
+    headers_of,
     read_body,
     send_json,
 )
 from cogserve.protocol import Mode
-from cogserve.runtime.errors import InputNotSendable, Refusal, UnknownPrediction
+from cogserve.runtime.errors import AtCapacity, InputNotSendable, Refusal, UnknownPrediction
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import encoded_frame
 from cogserve.runtime.prediction import Listener, Prediction
@@ -50,11 +50,18 @@ _ID = re.compile(r"^[^/]{1,256}$")
 _ID_RULE = "id must be a string of 1 to 256 characters without '/'"
 LIST_LIMIT, LIST_MAX = 100, 1000  # GET /predictions: a page's default and largest size
 _STATUSES = tuple(Status)
+_TRACE_CONTEXT = (("traceparent", b"traceparent"), ("tracestate", b"tracestate"))
 
 
 def refusal_response(exc: Refusal) -> HTTPError:
     """The runtime's refusal as Cog's routes answer it: the status from the shared table
     (`http/refusals.py`), the body in Cog's shape."""
+    if type(exc) is AtCapacity:  # most requests to a busy server: the same answer each time
+        return _AT_CAPACITY
+    return _refusal_response(exc)
+
+
+def _refusal_response(exc: Refusal) -> HTTPError:
     status, headers = refusals.status_of(exc)
     body: dict[str, Any]
     if isinstance(exc, InputNotSendable):  # as a validation error of the input
@@ -117,7 +124,8 @@ class CogRoutes:
     async def create(self, scope: Scope, receive: Receive, send: Send,
                      path_id: str | None = None, mode: Mode = Mode.PREDICT) -> None:
         service = self.service
-        wants_sse = "text/event-stream" in (header(scope, b"accept") or "")
+        headers = headers_of(scope)
+        wants_sse = b"text/event-stream" in headers.get(b"accept", b"")
         if wants_sse:
             if mode is Mode.TRAIN:
                 raise HTTPError(406, {"error": "Training endpoints do not support streaming "
@@ -126,7 +134,7 @@ class CogRoutes:
                 raise HTTPError(406, {"error": "This model does not support streaming responses."
                                                " Add @cog.streaming to predict() to enable SSE."})
         if path_id is None or service.running(path_id) is None:
-            _refuse_large_body_early(service, scope)
+            _refuse_large_body_early(service, headers)
         body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
         body_size = 0
         if request_document.check_content_type(scope):
@@ -135,7 +143,7 @@ class CogRoutes:
             body_size = len(raw)
             body = request_document.parse(raw)
             del raw
-        respond_async = "respond-async" in (header(scope, b"prefer") or "")
+        respond_async = b"respond-async" in headers.get(b"prefer", b"")
 
         prediction_id = path_id
         body_id = body.get("id")
@@ -185,23 +193,24 @@ class CogRoutes:
         durable = service.durable if respond_async or webhook else None
         if durable is not None and durable.failure is not None:
             raise _store_unavailable(durable.failure)
+        timeout = request_timeout(scope)  # 400 for a bad header, before any refusal below
         listeners: list[Listener] = []
         if webhook and self.webhook_listener is not None:
             listeners.append(self.webhook_listener(webhook, events))
-        context = {k: v for k in ("traceparent", "tracestate")
-                   if (v := header(scope, k.encode())) is not None}
-        prediction = service.create(  # an id made only for a request that gets this far
-            prediction_id or service.new_id(), raw_input, mode=mode, webhook=webhook,
+        context = {name: value.decode("latin-1") for name, key in _TRACE_CONTEXT
+                   if (value := headers.get(key)) is not None}
+        prediction = service.create(  # without an id, one is made once it has a place
+            prediction_id, raw_input, mode=mode, webhook=webhook,
             webhook_events_filter=events, output_file_prefix=prefix,
             context=context, listeners=listeners, remember=True,
-            model_context=model_context, timeout=request_timeout(scope),
+            model_context=model_context, timeout=timeout,
         )
         scope[PREDICTION_KEY] = prediction
         if durable is not None:
             # what makes it again after a crash (its input unless too big to keep)
             request = StoredRequest(mode, raw_input if body_size <= KEPT_REQUEST_BYTES else None,
                                     webhook, events, prefix, context or None, model_context,
-                                    request_timeout(scope))
+                                    timeout)
             try:
                 accepted = await durable.accept(prediction, request.encode())
             except StoreError as exc:  # not accepted: it must not run unrecorded
@@ -347,6 +356,11 @@ def health_document(health: HealthSnapshot) -> dict[str, Any]:
     return doc
 
 
+_at_capacity = _refusal_response(AtCapacity())
+_AT_CAPACITY = HTTPError(_at_capacity.status, orjson.dumps(_at_capacity.body),
+                         _at_capacity.headers)
+
+
 def _store_unavailable(reason: str) -> HTTPError:
     return HTTPError(503, {"error": f"the prediction store is unavailable: {reason}",
                            "status": Status.FAILED})
@@ -381,10 +395,10 @@ async def _respond_finished(send: Send, finished: Finished, respond_async: bool,
         await send_json(send, 202 if respond_async else 200, finished.body)
 
 
-def _refuse_large_body_early(service: Service, scope: Scope) -> None:
+def _refuse_large_body_early(service: Service, headers: dict[bytes, bytes]) -> None:
     """A body over EARLY_CHECK_BYTES that would be refused for want of a slot (or while
     the server is not ready) is refused before it is read, not after."""
-    length = header(scope, b"content-length")
+    length = headers.get(b"content-length")
     if length is None or not length.isdigit() or int(length) <= EARLY_CHECK_BYTES:
         return
     service.check_accepting()

@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from cogserve.http.asgi import Receive
+from cogserve.http.protocol import Cycle
 from cogserve.runtime.errors import UnknownPrediction
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service
@@ -48,13 +49,18 @@ async def wait_or_cancel(service: Service, prediction: Prediction, receive: Rece
 async def wait_or_disconnect(prediction: Prediction, receive: Receive) -> bool:
     """Wait for the prediction; False if the client went away first.
 
-    Noticing a disconnect needs a task blocked in receive(). Most predictions finish in
-    well under WATCH_DELAY, so that task is only created for the ones that are still
-    running by then: a client that leaves earlier is noticed at that point.
+    Under cogserve's own HTTP server the request's cycle says when its connection is
+    lost (`Cycle.on_disconnect`). Elsewhere (Ray's server) noticing a disconnect needs a
+    task blocked in receive(); most predictions finish in well under WATCH_DELAY, so that
+    task is only created for the ones that are still running by then: a client that
+    leaves earlier is noticed at that point.
     """
     done = prediction.done
     if done.done():
         return True
+    cycle = getattr(receive, "__self__", None)
+    if type(cycle) is Cycle:
+        return await _wait_on(cycle, done)
     loop = asyncio.get_running_loop()
     outcome: asyncio.Future[bool] = loop.create_future()
     listener: asyncio.Future[Any] | None = None
@@ -84,3 +90,26 @@ async def wait_or_disconnect(prediction: Prediction, receive: Receive) -> bool:
         done.remove_done_callback(finished)
         if listener is not None and not listener.done():
             listener.cancel()
+
+
+async def _wait_on(cycle: Cycle, done: asyncio.Future[None]) -> bool:
+    """`wait_or_disconnect` on cogserve's own request cycle: no timer, no task."""
+    if cycle.disconnected:
+        return False
+    outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    def finished(_: Any) -> None:
+        if not outcome.done():
+            outcome.set_result(True)
+
+    def lost() -> None:
+        if not outcome.done():
+            outcome.set_result(False)
+
+    done.add_done_callback(finished)
+    cycle.on_disconnect = lost
+    try:
+        return await outcome
+    finally:
+        cycle.on_disconnect = None
+        done.remove_done_callback(finished)

@@ -26,6 +26,7 @@ UNSUPPORTED_TYPE = "Expected request with `Content-Type: application/json`"
 NOT_JSON = "Failed to parse the request body as JSON: "
 WRONG_SHAPE = "Failed to deserialize the JSON body into the target type: "
 _EVENT_NAMES = frozenset(WebhookEvent)  # `in WebhookEvent` raises for a str on 3.11
+_SHAPED = frozenset({"id", "webhook", "webhook_events_filter", "context"})  # checked below
 
 
 def has_json_type(scope: Scope) -> bool | None:
@@ -33,6 +34,8 @@ def has_json_type(scope: Scope) -> bool | None:
     value = header(scope, b"content-type")
     if value is None:
         return None
+    if value == "application/json":  # most requests
+        return True
     mime = value.split(";", 1)[0].strip().lower()
     kind, _, subtype = mime.partition("/")
     return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
@@ -62,6 +65,8 @@ def parse(raw: bytes) -> dict[str, Any]:
 def _shape_problem(document: Any) -> str | None:
     if not isinstance(document, dict):
         return f"invalid type: {show(document)}, expected struct PredictionRequest"
+    if _SHAPED.isdisjoint(document):  # most requests: `input` alone
+        return None
     for key in ("id", "webhook"):
         value = document.get(key)
         if value is not None and not isinstance(value, str):

@@ -76,12 +76,31 @@ async def send_plain(send: Send, error: PlainError) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+_HEADERS_KEY = "cogserve.headers"  # the scope's headers by name, made on the first look-up
+
+
 def header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            decoded: str = value.decode("latin-1")
-            return decoded
-    return None
+    """The first value of the request header `name` (lowercase), or None.
+
+    A create request asks for eight headers; the first look-up maps them by name (the
+    first value of each, as a scan finds it: `headers_of`), the others are dict look-ups."""
+    value = headers_of(scope).get(name)
+    if value is None:
+        return None
+    decoded: str = value.decode("latin-1")
+    return decoded
+
+
+def headers_of(scope: Scope) -> dict[bytes, bytes]:
+    """The request's headers by (lowercase) name, the first value of each; made once per
+    request (kept in the scope), read-only."""
+    headers = scope["headers"]
+    cached = scope.get(_HEADERS_KEY)
+    if cached is None or cached[0] is not headers:
+        pairs = headers if isinstance(headers, list | tuple) else list(headers)
+        cached = scope[_HEADERS_KEY] = (headers, dict(reversed(pairs)))
+    by_name: dict[bytes, bytes] = cached[1]
+    return by_name
 
 
 # httptools stops parsing at the head of a request that asks to switch protocols (curl's

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -61,6 +60,7 @@ PREDICTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
                       300, 600, 1800, 3600)
 WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300)
 HTTP_BUCKETS = Histogram.DEFAULT_BUCKETS  # (.005 ... 10, +Inf), as the request histogram had
+HTTP_BOUNDS = [float(b) for b in HTTP_BUCKETS] + ([] if HTTP_BUCKETS[-1] == INF else [INF])
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # a batch's fill wait is bounded by max_wait (milliseconds) unless every slot is busy
 BATCH_WAIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
@@ -85,6 +85,9 @@ class Metrics:
         self.http_duration = series.histogram(
             "cogserve_http_request_duration_seconds", "Time from request to the end of the "
             "response (a stream's whole length)", ("route", "method"), HTTP_BUCKETS)
+        assert self.http_duration.bounds == HTTP_BOUNDS
+        # (route, method, status) -> the request counter's cell and the duration's counts
+        self._request_cells: dict[tuple[str, str, int], tuple[list[float], list[float]]] = {}
         self.predictions = series.counter(
             "cogserve_predictions", "Predictions and trainings ended, by kind and outcome",
             ("kind", "outcome"))
@@ -148,8 +151,16 @@ class Metrics:
     # ------------------------------------------------------------ feeds
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.http_requests.add((route, method, str(status)), 1)
-        self.http_duration.observe((route, method), seconds)
+        # the two series' cells for this route, method and status, found once
+        cells = self._request_cells.get((route, method, status))
+        if cells is None:
+            cells = self._request_cells[(route, method, status)] = (
+                self.http_requests.cell((route, method, str(status))),
+                self.http_duration.touch((route, method)))
+        cells[0][0] += 1
+        counts = cells[1]
+        counts[bisect_left(HTTP_BOUNDS, seconds)] += 1  # the first bound >= seconds
+        counts[-1] += seconds
 
     def on_event(self, event: RuntimeEvent, fields: dict[str, Any]) -> None:
         if event is RuntimeEvent.PREDICTION_COMPLETED:
@@ -200,10 +211,9 @@ class Metrics:
         self.predictions.add((prediction.kind, prediction.status.value), 1)
         if prediction.predict_time is not None:
             self.prediction_duration.observe(kind, prediction.predict_time)
-        started: datetime | None = prediction.started_at
-        if started is not None:
-            self.queue_wait.observe(
-                kind, max(0.0, (started - prediction.created_at).total_seconds()))
+        wait = prediction.queue_wait()
+        if wait is not None:
+            self.queue_wait.observe(kind, max(0.0, wait))
 
     # ------------------------------------------------------------ exposition
 
@@ -238,22 +248,29 @@ class _ServiceState(Collector):
 
 
 class LoopCounter:
-    """A counter family fed from the event loop: a plain float per label tuple."""
+    """A counter family fed from the event loop: per label tuple, a cell (a one-item
+    list) holding a plain float, which a feed may keep (`cell`) and add to itself."""
 
     __slots__ = ("name", "doc", "labels", "values")
 
     def __init__(self, name: str, doc: str, labels: Sequence[str]) -> None:
         self.name, self.doc, self.labels = name, doc, list(labels)
-        self.values: dict[tuple[str, ...], float] = {}
+        self.values: dict[tuple[str, ...], list[float]] = {}
+
+    def cell(self, labels: tuple[str, ...]) -> list[float]:
+        """The series for `labels` (made, at zero, if it is not there yet)."""
+        cell = self.values.get(labels)
+        if cell is None:
+            cell = self.values[labels] = [0.0]
+        return cell
 
     def add(self, labels: tuple[str, ...], amount: float) -> None:
-        values = self.values
-        values[labels] = values.get(labels, 0.0) + amount
+        self.cell(labels)[0] += amount
 
     def family(self) -> CounterMetricFamily:
         family = CounterMetricFamily(self.name, self.doc, labels=self.labels)
-        for labels, value in list(self.values.items()):  # copied: a scrape may be a thread
-            family.add_metric(labels, value)
+        for labels, cell in list(self.values.items()):  # copied: a scrape may be a thread
+            family.add_metric(labels, cell[0])
         return family
 
 

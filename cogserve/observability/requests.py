@@ -15,8 +15,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import Message, Receive, Scope, Send
+from cogserve.http.protocol import Cycle
 from cogserve.http.responses import PREDICTION_KEY
 from cogserve.http.routing import ROUTE_KEY
+from cogserve.log_writer import sole_handler
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -51,14 +53,21 @@ class RequestObserver:
         # no answer started: the client went away first (a sync prediction's client that
         # disconnects); logged and counted as nginx does, 499 "client closed request"
         status = 499
+        # cogserve's own HTTP server keeps the status the app started its answer with
+        # (`Cycle.status`, 499 before one); under another (Ray's), `send` is wrapped
+        cycle = getattr(send, "__self__", None)
+        if type(cycle) is not Cycle:
+            cycle = None
 
-        def observed_send(message: Message) -> Awaitable[None]:
-            # a plain function handing back send's awaitable: no coroutine of its own
-            # wrapped around each send
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            return send(message)
+            def observed_send(message: Message) -> Awaitable[None]:
+                # a plain function handing back send's awaitable: no coroutine of its own
+                # wrapped around each send
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                return send(message)
+
+            send = observed_send
 
         route: str = scope[ROUTE_KEY].template
         tracing = self.tracing
@@ -67,9 +76,11 @@ class RequestObserver:
             traced = tracing.start_request(scope)
         try:
             assert self.inner is not None
-            await self.inner(scope, receive, observed_send)
+            await self.inner(scope, receive, send)
         finally:
             seconds = time.perf_counter() - started
+            if cycle is not None:
+                status = cycle.status
             method = scope["method"]
             if self.metrics is not None:
                 self.metrics.observe_request(route, method, status, seconds)
@@ -84,10 +95,28 @@ def _log_access(level: int, scope: Scope, route: str, method: str, status: int,
                 seconds: float) -> None:
     prediction = scope.get(PREDICTION_KEY)
     ident = prediction.id if prediction is not None else None
-    fields = {"method": method, "path": route, "status": status,
-              "duration_s": round(seconds, 6), "prediction_id": ident}
-    access_log.handle(_record(level, (method, route, status, seconds * 1000,
-                                      f" prediction {ident}" if ident else ""), fields))
+    handler = sole_handler(access_log, level) if _templated() else None
+    if handler is not None:  # the record is made by the log writer's thread
+        handler.defer(_deferred_record, (level, method, route, status, seconds, ident,
+                                         time.time_ns() if _NS_CLOCK else time.time()))
+        return
+    access_log.handle(_record(level, *_content(method, route, status, seconds, ident)))
+
+
+def _deferred_record(level: int, method: str, route: str, status: int, seconds: float,
+                     ident: str | None, created: float | int) -> logging.LogRecord:
+    """The access line's record, made by the log writer's thread: what it says, and when
+    it was logged."""
+    args, fields = _content(method, route, status, seconds, ident)
+    return _record(level, args, fields, created)
+
+
+def _content(method: str, route: str, status: int, seconds: float, ident: str | None
+             ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The access record's arguments (of `_MESSAGE`) and structured fields."""
+    return ((method, route, status, seconds * 1000, f" prediction {ident}" if ident else ""),
+            {"method": method, "path": route, "status": status,
+             "duration_s": round(seconds, 6), "prediction_id": ident})
 
 
 _MESSAGE = "%s %s %d %.1f ms%s"
@@ -96,8 +125,20 @@ _NS_CLOCK = sys.version_info >= (3, 13)  # LogRecord's clock: time_ns() from 3.1
 _TASKS_LOOKED_UP = sys.version_info >= (3, 12)  # records name their asyncio task from 3.12 on
 
 
-def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any]) -> logging.LogRecord:
-    """The access line's record, with the attributes `Logger.makeRecord` would give it.
+def _templated() -> bool:
+    """Whether `_record` copies its template: no record attribute is looked up per record
+    (the thread, process or task that logs it, or a record factory of the application's),
+    so the record can be made on another thread, later, and say the same."""
+    return not (logging.logThreads or logging.logProcesses or logging.logMultiprocessing
+                or (_TASKS_LOOKED_UP and logging.logAsyncioTasks)  # type: ignore[attr-defined]
+                or logging.getLogRecordFactory() is not logging.LogRecord)
+
+
+def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any],
+            created: float | int | None = None) -> logging.LogRecord:
+    """The access line's record, with the attributes `Logger.makeRecord` would give it
+    (stamped `created`, the time it was logged, when given: `time.time()`, or
+    `time.time_ns()` where LogRecord takes that clock; else now).
 
     makeRecord + handle is Logger.log without the caller lookup (which walks the stack);
     where no record attribute is looked up per record (`serve` turns off the thread,
@@ -107,9 +148,7 @@ def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any]) -> loggin
     makeRecord's checks of `extra` cost ~3/4 of the access line on the event loop.
     """
     global _template
-    if (logging.logThreads or logging.logProcesses or logging.logMultiprocessing
-            or (_TASKS_LOOKED_UP and logging.logAsyncioTasks)  # type: ignore[attr-defined]
-            or logging.getLogRecordFactory() is not logging.LogRecord):
+    if not _templated():
         return access_log.makeRecord(access_log.name, level, __file__, 0, _MESSAGE, args, None,
                                      extra={"fields": fields})
     if _template is None:
@@ -124,12 +163,12 @@ def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any]) -> loggin
     attributes["fields"] = fields
     # as LogRecord.__init__ stamps the time
     if _NS_CLOCK:
-        ns = time.time_ns()
+        ns = time.time_ns() if created is None else int(created)
         attributes["created"] = ns / 1e9
         attributes["msecs"] = (ns % 1_000_000_000) // 1_000_000 + 0.0
         attributes["relativeCreated"] = (ns - logging._startTime) / 1e6  # type: ignore[attr-defined]
     else:
-        now = time.time()
+        now = time.time() if created is None else created
         attributes["created"] = now
         attributes["msecs"] = int((now - int(now)) * 1000) + 0.0
         attributes["relativeCreated"] = (now - logging._startTime) * 1000  # type: ignore[attr-defined]

@@ -123,6 +123,10 @@ class Predictions:
         batched = self.batcher is not None and mode is Mode.PREDICT
         if not batched and self._slots.pick() is not None:
             return
+        self._check_backlog(batched)
+
+    def _check_backlog(self, batched: bool) -> None:
+        """No slot is free (or the prediction is batched): raise unless the backlog takes it."""
         backlog = self.backlog
         queued = self._queue_size > 0
         if backlog is None or not (queued or batched) or (backlog.full and not queued):
@@ -137,10 +141,11 @@ class Predictions:
         (always, for a `@batch` model's predictions); raises AtCapacity or QueueFull
         when it can go nowhere (before it is built)."""
         member = None
-        if self.batcher is None or mode is not Mode.PREDICT:
+        batched = self.batcher is not None and mode is Mode.PREDICT
+        if not batched:
             member = self._slots.pick()
         if member is None:
-            self.check_capacity(mode)
+            self._check_backlog(batched)
         return member
 
     def submit(self, prediction: Prediction, message: protocol.Message,

@@ -284,8 +284,11 @@ class Service:
 
     def check_accepting(self) -> None:
         """Raise NotReady unless a prediction could be created now (slots aside)."""
-        if self._workers.shutting_down:
+        workers = self._workers
+        if workers.shutting_down:
             raise NotReady("The server is shutting down", None)
+        if workers.pool.state is WorkerState.READY:  # asked per request: READY, at once
+            return
         status = self.status
         if status is not Health.READY and not self.restarting:
             raise NotReady(_not_ready(status, self.fatal_reason), status)
@@ -316,7 +319,7 @@ class Service:
 
     def create(
         self,
-        prediction_id: str,
+        prediction_id: str | None,
         raw_input: dict[str, Any],
         *,
         mode: Mode = Mode.PREDICT,
@@ -332,15 +335,18 @@ class Service:
         """Send a validated input to a free worker slot, or queue it (or raise a Refusal:
         AtCapacity with no free slot and no queue, QueueFull when the queue is full).
 
+        `prediction_id` None: a new id (`new_id`), made once the prediction has a place.
         `remember`: keep the finished prediction in the recent store (Cog's routes, which
         can be asked for it again; not V2 or the CLI, whose ids nobody can ask for).
         `timeout` is the request's own deadline in seconds; `--predict-timeout` caps it.
         """
         self.check_accepting()
         predictions = self._predictions
-        if prediction_id in predictions.running:
+        if prediction_id is not None and prediction_id in predictions.running:
             raise AlreadyRunning(prediction_id)
         member = predictions.place(mode)
+        if prediction_id is None:
+            prediction_id = self.new_id()
         model = self._model
         schema = model.schema if model is not None else {}
         output = schema.get("components", {}).get("schemas", {}).get(
