@@ -8,9 +8,12 @@
 - **Async ones** (a webhook, or `Prefer: respond-async`) are `accept`ed: the route
   awaits their record before it answers `202`, and each change of stage (queued,
   running, finished) is written when it happens.
-- **Sync ones** cost the event loop an append: their final records are collected and
-  handed to the thread every `SYNC_FLUSH` seconds, so a crash may lose the last few of
-  them, whose clients already have their answers, and never an accepted async one.
+- **Sync ones** cost the event loop an append: finished ones are collected and handed
+  to the thread every `SYNC_FLUSH` seconds (or `SYNC_BATCH` of them), so a crash may
+  lose the last few of them, whose clients already have their answers, and never an
+  accepted async one. The thread turns a batch into one `records.Finished` (a tuple
+  each, in one stretch of Python: the GIL is taken from the loop once per batch, not
+  per prediction) and the backend writes it in a few calls.
 - **The outbox** (`Outbox`, used by `runtime/webhooks.py`): a delivery is written
   before it is sent and removed once made (or given up on), so deliveries pending at a
   crash are sent after the restart: at least once, in order per prediction.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import threading
@@ -39,6 +43,7 @@ from cogserve.runtime.records import (
     Bounds,
     Claimed,
     Dropped,
+    Finished,
     Hook,
     HookDone,
     Page,
@@ -48,11 +53,19 @@ from cogserve.runtime.records import (
     StoreError,
     Write,
 )
-from cogserve.states import Event
+from cogserve.states import Event, Status
 
 log = logging.getLogger("cogserve")
 
-SYNC_FLUSH = 0.05  # seconds: finished sync predictions are written at most this late
+# Finished sync predictions are written at most this late (seconds), or once SYNC_BATCH
+# of them wait. Their clients have their answers, and this server answers GETs of them
+# from memory (`runtime/store.py`), so with a store of its own only a crash sees the
+# delay; a batch's cost is mostly per batch at low rates, where a short flush would
+# make each prediction pay for a whole commit. Replicas sharing a store GET each
+# other's predictions from it: for them the delay is short.
+SYNC_FLUSH = 1.0
+SYNC_FLUSH_SHARED = 0.05
+SYNC_BATCH = 256  # bounds the writer's one stretch of Python per batch (~0.5 us each)
 RETRY_MIN, RETRY_MAX = 0.1, 2.0  # seconds between tries while the store fails
 
 _Waiter = concurrent.futures.Future[None]
@@ -68,10 +81,11 @@ class Durable:
         self._tracked: set[str] = set()  # accepted async ones: each change is written
         self._sync: list[Prediction] = []  # finished sync ones, written at the next flush
         self._flush: asyncio.TimerHandle | None = None
-        # what the writer thread has to write: Records and outbox changes, and finished
-        # sync predictions, which it turns into Records itself (a finished prediction
-        # never changes again, and its JSON was encoded on the loop)
-        self._pending: deque[tuple[Sequence[Write | Prediction], _Waiter | None]] = deque()
+        self._flush_after = SYNC_FLUSH_SHARED if store.shared else SYNC_FLUSH
+        # what the writer thread has to write: Records and outbox changes, and batches of
+        # finished sync predictions, which it turns into rows itself (a finished
+        # prediction never changes again, and its JSON was encoded on the loop)
+        self._pending: deque[tuple[Sequence[Write] | _Finishing, _Waiter | None]] = deque()
         self._wake = threading.Condition()
         self._closing = False
         self._thread: threading.Thread | None = None
@@ -153,9 +167,13 @@ class Durable:
                 return
             if self.failure is not None or too_big:  # its client has its answer (and
                 return  # kept writes must not grow with every request of an outage)
-            self._sync.append(prediction)  # made a Record by the writer thread: off the loop
-            if self._flush is None:
-                self._flush = asyncio.get_running_loop().call_later(SYNC_FLUSH, self._flush_sync)
+            sync = self._sync
+            sync.append(prediction)  # made a row by the writer thread: off the loop
+            if len(sync) >= SYNC_BATCH:
+                self._flush_sync()
+            elif self._flush is None:
+                self._flush = asyncio.get_running_loop().call_later(self._flush_after,
+                                                                    self._flush_sync)
         elif event is Event.START and prediction.id in self._tracked:
             self.post([record_of(prediction)])
 
@@ -167,13 +185,22 @@ class Durable:
             return None
         return self.post_waited([record_of(prediction, stage=Stage.RUNNING)])
 
-    def _flush_sync(self) -> None:
-        self._flush = None
-        if self._sync:
-            batch, self._sync = self._sync, []
-            self.post(batch)
+    def _flush_sync(self) -> _Waiter | None:
+        """Hand the finished sync predictions to the writer; the future settles once
+        they are written (None: there were none)."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        if not self._sync:
+            return None
+        batch, self._sync = self._sync, []
+        waiter: _Waiter = concurrent.futures.Future()
+        with self._wake:
+            self._pending.append((_Finishing(batch), waiter))
+            self._wake.notify()
+        return waiter
 
-    def post(self, writes: Sequence[Write | Prediction]) -> None:
+    def post(self, writes: Sequence[Write]) -> None:
         """Queue writes for the writer thread."""
         with self._wake:
             self._pending.append((writes, None))
@@ -204,7 +231,10 @@ class Durable:
 
     async def page(self, kind: str, status: str | None, limit: int, cursor: str | None
                    ) -> Page:
-        self._flush_sync()  # what finished a moment ago is listed too (best effort)
+        written = self._flush_sync()  # what finished a moment ago is listed too
+        if written is not None:
+            with contextlib.suppress(StoreError):  # (the page says what the store has)
+                await asyncio.wrap_future(written)
         return await asyncio.to_thread(self.store.page, kind, status, limit, cursor)
 
     # ------------------------------------------------------------ the writer thread
@@ -220,8 +250,12 @@ class Durable:
                     return
                 taken = list(self._pending)
                 self._pending.clear()
-            batch = [record_of(write) if isinstance(write, Prediction) else write
-                     for writes, _ in taken for write in writes]
+            batch: list[Write] = []
+            for writes, _ in taken:
+                if isinstance(writes, _Finishing):
+                    batch.append(finished_rows(writes.predictions))
+                else:
+                    batch += writes
             try:
                 self.store.write(batch, self.bounds, self.owner)
             except StoreError as exc:
@@ -294,6 +328,24 @@ class Outbox:
 
     def done(self, seq: int) -> None:
         self.durable.post([HookDone(self.prediction_id, seq)])
+
+
+class _Finishing:
+    """Finished sync predictions queued for the writer, which makes them rows."""
+
+    __slots__ = ("predictions",)
+
+    def __init__(self, predictions: list[Prediction]) -> None:
+        self.predictions = predictions
+
+
+_TEXT = {status: status.value for status in Status}  # a plain str per status
+
+
+def finished_rows(predictions: list[Prediction]) -> Finished:
+    """Finished predictions as the store writes them: a tuple each, no Record."""
+    return Finished([(p.id, p.kind, _TEXT[p.status], p.created_at.timestamp(), p.encoded())
+                     for p in predictions])
 
 
 def record_of(prediction: Prediction, request: bytes | None = None,

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cogserve.runtime.records import (
-    SCHEMA_VERSION,
     Bounds,
     Claimed,
     Dropped,
+    Finished,
     Hook,
     Page,
     PredictionStore,
@@ -43,15 +43,13 @@ from cogserve.runtime.records import (
 if TYPE_CHECKING:
     import redis
 
+LAYOUT = 1  # the keys' layout: bumped when they change (a newer one is refused at start)
 EVICTED_IDS = 10_000
 WAY_OUT = "(--store memory serves without it, keeping nothing)"
 
-# ARGV: prefix, owner, then 8 per record: id kind status stage created finished body request
-_SAVE = """
-local P, owner = ARGV[1], ARGV[2]
-for i = 3, #ARGV, 8 do
-  local id, kind, status, stage = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local created, finished, body, request = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+# one record written: a Lua function the scripts below begin with
+_SAVE_ONE = """
+local function save(P, owner, id, kind, status, stage, created, finished, body, request)
   local key = P .. 'r:' .. id
   local old = redis.call('HMGET', key, 'kind', 'status', 'finished', 'body')
   if old[1] then
@@ -79,6 +77,28 @@ for i = 3, #ARGV, 8 do
     redis.call('ZREM', P .. 'fin', id)
     redis.call('ZADD', P .. 'unf', created, id)
   end
+end
+"""
+
+# ARGV: prefix, owner, then 8 per record: id kind status stage created finished body request
+_SAVE = _SAVE_ONE + """
+for i = 3, #ARGV, 8 do
+  save(ARGV[1], ARGV[2], ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4],
+       ARGV[i + 5], ARGV[i + 6], ARGV[i + 7])
+end
+"""
+
+# records.Finished in a few arguments, so the server encodes none per prediction:
+# ARGV: prefix, owner, when they finished, [[id, kind, status, created, body length],
+# ...] as JSON, the bodies one after another. `created` goes back to text with 17
+# digits: the same float.
+_FINISH = _SAVE_ONE + """
+local bodies, at = ARGV[5], 1
+for _, row in ipairs(cjson.decode(ARGV[4])) do
+  local length = row[5]
+  save(ARGV[1], ARGV[2], row[1], row[2], row[3], 'finished', string.format('%.17g', row[4]),
+       ARGV[3], string.sub(bodies, at, at + length - 1), '')
+  at = at + length
 end
 """
 
@@ -186,14 +206,15 @@ class RedisStore(PredictionStore):
             self.client: redis.Redis = redis.Redis.from_url(
                 url, socket_timeout=5.0, socket_connect_timeout=5.0, health_check_interval=0)
             self._scripts = {name: self.client.register_script(source) for name, source in
-                             (("save", _SAVE), ("evict", _EVICT), ("hook", _HOOK),
-                              ("done", _DONE), ("drop", _DROP), ("claim", _CLAIM))}
+                             (("save", _SAVE), ("finish", _FINISH), ("evict", _EVICT),
+                              ("hook", _HOOK), ("done", _DONE), ("drop", _DROP),
+                              ("claim", _CLAIM))}
             version = self.client.get(self.prefix + "version")
-            if version is not None and int(version) > SCHEMA_VERSION:
+            if version is not None and int(version) > LAYOUT:
                 raise StoreError(f"the prediction store at {url} was written by a newer "
                                  f"cogserve (layout {int(version)}; this one reads up to "
-                                 f"{SCHEMA_VERSION}) {WAY_OUT}")
-            self.client.set(self.prefix + "version", SCHEMA_VERSION, nx=True)
+                                 f"{LAYOUT}) {WAY_OUT}")
+            self.client.set(self.prefix + "version", LAYOUT, nx=True)
         except ValueError as exc:  # a URL redis-py cannot read
             raise StoreError(f"--store {url}: {exc} {WAY_OUT}") from None
         except self._errors as exc:
@@ -225,7 +246,12 @@ class RedisStore(PredictionStore):
             if len(saves) > 2:  # the records before this write go first, in order
                 scripts["save"](args=saves, client=pipe)
                 saves = [p, owner]
-            if isinstance(item, Hook):
+            if isinstance(item, Finished):
+                rows = item.rows
+                scripts["finish"](args=[p, owner, repr(now), orjson.dumps(
+                    [(row[0], row[1], row[2], row[3], len(row[4])) for row in rows]),
+                    b"".join([row[4] for row in rows])], client=pipe)
+            elif isinstance(item, Hook):
                 packed = orjson.dumps([item.delivery, item.url, item.headers.decode(),
                                        item.body.decode()])
                 scripts["hook"](args=[p, item.id, item.seq, packed, owner], client=pipe)

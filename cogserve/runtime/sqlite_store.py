@@ -8,14 +8,20 @@ writer, the server takes over everything unfinished it finds when it opens the f
 WAL with `synchronous=NORMAL`: a commit is in the operating system's hands when it
 returns, so a killed process loses nothing it committed (a power cut may lose the last
 commits; `fsync` per commit would cost every request a disk flush). Reads use a
-connection per thread and never wait for the writer.
+connection of their own and never wait for the writer.
 
-`PRAGMA user_version` is the layout's version (`records.SCHEMA_VERSION`): a newer one
-is refused at start, as is a file that is not a database or fails `quick_check`.
+Tables: `unfinished` (async predictions queued or running, by id: few), `finished`
+(every finished one, numbered in the order written: `runtime/sqlite_finished.py`, the
+per-request path), `evicted` (ids a GET can say were evicted), `outbox` (webhook
+deliveries not yet made). `PRAGMA user_version` is the layout's version (`LAYOUT`): a
+newer one is refused at start, as is a file that is not a database or fails
+`quick_check`; layout 1 (one `records` table with four indexes, totals kept by
+triggers) is converted when it is opened.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -24,11 +30,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from cogserve.runtime.records import (
-    SCHEMA_VERSION,
     Bounds,
     Claimed,
-    Dropped,
+    Finished,
     Hook,
     HookDone,
     Page,
@@ -40,26 +47,32 @@ from cogserve.runtime.records import (
     cursor_of,
     parse_cursor,
 )
+from cogserve.runtime.sqlite_finished import BIG_BODY, FinishedRows, write_blob
 
-EVICTED_IDS = 10_000  # ids of evicted records remembered, so a GET can say so
+LAYOUT = 2  # bumped when the tables change; a newer file is refused, an older converted
 WAY_OUT = "(--store PATH chooses another file; --store memory keeps nothing on disk)"
 
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS records (
+_TABLES = """
+CREATE TABLE IF NOT EXISTS unfinished (
     id TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
     status TEXT NOT NULL,
     stage TEXT NOT NULL,
     created REAL NOT NULL,
-    finished REAL,
     request BLOB,
     owner TEXT NOT NULL,
     body BLOB NOT NULL  -- last: a zeroblob stays unexpanded only as a row's last column
 );
-CREATE INDEX IF NOT EXISTS records_listing ON records (kind, created DESC, id DESC);
-CREATE INDEX IF NOT EXISTS records_by_status ON records (kind, status, created DESC, id DESC);
-CREATE INDEX IF NOT EXISTS records_finished ON records (finished) WHERE finished IS NOT NULL;
-CREATE INDEX IF NOT EXISTS records_unfinished ON records (stage) WHERE finished IS NULL;
+-- no index but the rowid, and one row per id (its writer sees to it): sqlite_finished.py
+CREATE TABLE IF NOT EXISTS finished (
+    n INTEGER PRIMARY KEY,  -- the order written: eviction takes the lowest first
+    id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created REAL NOT NULL,
+    finished REAL NOT NULL,
+    body BLOB NOT NULL  -- last, as above
+);
 CREATE TABLE IF NOT EXISTS outbox (
     id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -69,41 +82,33 @@ CREATE TABLE IF NOT EXISTS outbox (
     headers BLOB NOT NULL,
     PRIMARY KEY (id, seq)
 );
-CREATE TABLE IF NOT EXISTS evicted (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE);
-CREATE TABLE IF NOT EXISTS totals (one INTEGER PRIMARY KEY CHECK (one = 1),
-                                   count INTEGER NOT NULL, bytes INTEGER NOT NULL);
-INSERT OR IGNORE INTO totals VALUES (1, 0, 0);
--- the finished records' count and bytes, kept by SQLite itself: a write is one statement
-CREATE TRIGGER IF NOT EXISTS totals_insert AFTER INSERT ON records
-WHEN new.finished IS NOT NULL BEGIN
-    UPDATE totals SET count = count + 1, bytes = bytes + length(new.body);
-END;
-CREATE TRIGGER IF NOT EXISTS totals_delete AFTER DELETE ON records
-WHEN old.finished IS NOT NULL BEGIN
-    UPDATE totals SET count = count - 1, bytes = bytes - length(old.body);
-END;
-CREATE TRIGGER IF NOT EXISTS totals_update AFTER UPDATE ON records
-WHEN new.finished IS NOT NULL OR old.finished IS NOT NULL BEGIN
-    UPDATE totals SET
-        count = count + (new.finished IS NOT NULL) - (old.finished IS NOT NULL),
-        bytes = bytes + iif(new.finished IS NULL, 0, length(new.body))
-                      - iif(old.finished IS NULL, 0, length(old.body));
-END;
-PRAGMA user_version = {SCHEMA_VERSION};
+-- appended and cut in ranges only; looked up in memory (sqlite_finished.py)
+CREATE TABLE IF NOT EXISTS evicted (n INTEGER PRIMARY KEY, id TEXT NOT NULL);
 """
 
+# layout 1 (cogserve before the finished table): its rows are copied over, the finished
+# ones in the order they finished; its triggers and indexes go with its table
+_FROM_LAYOUT_1_BEFORE = "ALTER TABLE evicted RENAME TO evicted_1;"
+_FROM_LAYOUT_1_AFTER = """
+INSERT INTO unfinished (id, kind, status, stage, created, request, owner, body)
+    SELECT id, kind, status, stage, created, request, owner, body FROM records
+    WHERE finished IS NULL;
+INSERT INTO finished (id, kind, status, created, finished, body)
+    SELECT id, kind, status, created, finished, body FROM records
+    WHERE finished IS NOT NULL ORDER BY finished;
+INSERT INTO evicted (id) SELECT id FROM evicted_1 ORDER BY n;
+DROP TABLE records;
+DROP TABLE totals;
+DROP TABLE evicted_1;
+"""
 
-# a record as written: the request is kept until it finished (recovery needs it)
-_UPSERT = ("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, {body}) ON CONFLICT (id) DO "
+# an unfinished record as written: its request is kept from its first write
+_UPSERT = ("INSERT INTO unfinished VALUES (?, ?, ?, ?, ?, ?, ?, {body}) ON CONFLICT (id) DO "
            "UPDATE SET kind = excluded.kind, status = excluded.status, stage = excluded.stage,"
-           " finished = excluded.finished, body = excluded.body, owner = excluded.owner,"
-           " request = iif(excluded.finished IS NULL, coalesce(excluded.request, request),"
-           " NULL)")
-# A body this big is written in place (a zeroblob, then incremental blob I/O): bound as a
-# parameter, SQLite would copy it and build the row in memory, twice its size more in the
-# server for a moment (a 40 MiB input echoed in the final JSON: tests/test_big_body.py)
-BIG_BODY = 1 << 20
-_UPSERT_SMALL = _UPSERT.format(body="?")
+           " body = excluded.body, owner = excluded.owner,"
+           " request = coalesce(excluded.request, request)")
+_UPSERT_SMALL, _UPSERT_BIG = _UPSERT.format(body="?"), _UPSERT.format(body="zeroblob(?)")
+_UNFINISHED = "SELECT id, kind, status, stage, created, body, NULL, request FROM unfinished"
 
 
 class SQLiteStore(PredictionStore):
@@ -118,6 +123,7 @@ class SQLiteStore(PredictionStore):
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._reading = threading.Lock()
+        self._finished = FinishedRows()
         folder = os.path.dirname(self.path)
         try:
             os.makedirs(folder, exist_ok=True)
@@ -148,18 +154,26 @@ class SQLiteStore(PredictionStore):
         try:
             db = self._writer = _connect(self.path)
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
+            if version > LAYOUT:
                 raise StoreError(f"the prediction store {self.path} was written by a newer "
                                  f"cogserve (layout {version}; this one reads up to "
-                                 f"{SCHEMA_VERSION}) {WAY_OUT}")
+                                 f"{LAYOUT}) {WAY_OUT}")
             check = db.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
                 check = "; ".join(line.strip() for line in str(check).splitlines())
                 raise StoreError(f"the prediction store {self.path} is corrupt ({check}) "
                                  f"{WAY_OUT}")
             db.execute("PRAGMA journal_mode=WAL")
-            with db:
-                db.executescript(_SCHEMA)
+            old = version == 1
+            script = (_FROM_LAYOUT_1_BEFORE if old else "") + _TABLES + (
+                _FROM_LAYOUT_1_AFTER if old else "")
+            try:  # all or nothing: a conversion cut short leaves layout 1
+                db.executescript(f"BEGIN IMMEDIATE; {script} PRAGMA user_version = {LAYOUT};"
+                                 " COMMIT;")
+            finally:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            self._finished.load(db)
             self._reader = _connect(self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"the prediction store {self.path} cannot be used: {exc} "
@@ -168,113 +182,102 @@ class SQLiteStore(PredictionStore):
     # ------------------------------------------------------------ writing
 
     def write(self, batch: Sequence[Write], bounds: Bounds, owner: str) -> None:
-        now = time.time()
-        records = []
-        outbox: list[Hook | HookDone] = []
-        dropped = []
-        for item in batch:
-            if isinstance(item, Dropped):
-                dropped.append((item.id,))
-            elif isinstance(item, Record):
-                finished = item.stage is Stage.FINISHED
-                records.append((item.id, item.kind, item.status, item.stage, item.created,
-                                (now if item.finished is None else item.finished)
-                                if finished else None,
-                                None if finished else item.request, owner, item.body))
-            else:
-                outbox.append(item)
         db = self._writer
         assert db is not None, "closed"
+        finished = self._finished
+        now = time.time()
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                # tables apart need no order between them
-                small: list[tuple[Any, ...]] = []
-                for row in records:  # in order: a later write of an id wins
-                    if len(row[8]) > BIG_BODY:
-                        db.executemany(_UPSERT_SMALL, small)
-                        small = []
-                        self._write_big(db, row)
-                    else:
-                        small.append(row)
-                db.executemany(_UPSERT_SMALL, small)
-                for hook in outbox:
-                    if isinstance(hook, Hook):
+                if finished.stale:
+                    finished.load(db)
+                for item in batch:  # in order: a later write of an id wins
+                    if isinstance(item, Finished):
+                        if db.execute("SELECT 1 FROM unfinished LIMIT 1").fetchone():
+                            db.execute("DELETE FROM unfinished WHERE id IN (SELECT value FROM"
+                                       " json_each(?))", (orjson.dumps([row[0] for row in
+                                                                        item.rows]),))
+                        finished.append(db, item.rows, now)
+                    elif isinstance(item, Record):
+                        self._write_record(db, item, owner, now)
+                    elif isinstance(item, Hook):
                         db.execute("INSERT OR REPLACE INTO outbox VALUES (?, ?, ?, ?, ?, ?)",
-                                   (hook.id, hook.seq, hook.delivery, hook.url, hook.body,
-                                    hook.headers))
-                    else:
+                                   (item.id, item.seq, item.delivery, item.url, item.body,
+                                    item.headers))
+                    elif isinstance(item, HookDone):
                         db.execute("DELETE FROM outbox WHERE id = ? AND seq = ?",
-                                   (hook.id, hook.seq))
-                if dropped:  # after the records: a drop follows the record it ends
-                    db.executemany("DELETE FROM records WHERE id = ?", dropped)
-                    db.executemany("INSERT OR REPLACE INTO evicted (id) VALUES (?)", dropped)
-                self._evict(db, bounds)
+                                   (item.id, item.seq))
+                    else:  # Dropped: its record (if any) goes, its id is said evicted
+                        db.execute("DELETE FROM unfinished WHERE id = ?", (item.id,))
+                        finished.drop(db, item.id)
+                finished.evict(db, bounds)
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                finished.stale = True  # it followed writes now undone: read it again
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # else before the next write
+                    finished.load(db)
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"writing the prediction store {self.path} failed: {exc}") from exc
 
-    @staticmethod
-    def _write_big(db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-        body = row[8]
-        db.execute(_UPSERT.format(body="zeroblob(?)"), (*row[:8], len(body)))
-        rowid = db.execute("SELECT rowid FROM records WHERE id = ?", (row[0],)).fetchone()[0]
-        with db.blobopen("records", "body", rowid) as blob:
-            view = memoryview(body)
-            for start in range(0, len(body), BIG_BODY):
-                blob.write(view[start:start + BIG_BODY])
-
-    @staticmethod
-    def _evict(db: sqlite3.Connection, bounds: Bounds) -> None:
-        """Oldest finished first, until within count, bytes and age."""
-        count, size = db.execute("SELECT count, bytes FROM totals").fetchone()
-        cutoff = time.time() - bounds.age if bounds.age else None
-        if count <= bounds.count and size <= bounds.bytes and cutoff is None:
+    def _write_record(self, db: sqlite3.Connection, item: Record, owner: str,
+                      now: float) -> None:
+        """One record (an async prediction's change of stage)."""
+        if item.stage is Stage.FINISHED:
+            db.execute("DELETE FROM unfinished WHERE id = ?", (item.id,))
+            self._finished.append(db, [(item.id, item.kind, item.status, item.created,
+                                        item.body)],
+                                  now if item.finished is None else item.finished)
             return
-        victims = []
-        for prediction_id, finished, length in db.execute(
-                "SELECT id, finished, length(body) FROM records WHERE finished IS NOT NULL "
-                "ORDER BY finished"):
-            if count <= bounds.count and size <= bounds.bytes and (
-                    cutoff is None or finished >= cutoff):
-                break
-            victims.append((prediction_id,))
-            count -= 1
-            size -= length
-        if not victims:
+        self._finished.remove(db, item.id)  # written again: unfinished
+        row = (item.id, item.kind, item.status, item.stage, item.created, item.request,
+               owner)
+        if len(item.body) <= BIG_BODY:
+            db.execute(_UPSERT_SMALL, (*row, item.body))
             return
-        db.executemany("DELETE FROM records WHERE id = ?", victims)  # totals: its trigger
-        db.executemany("INSERT OR REPLACE INTO evicted (id) VALUES (?)", victims)
-        db.execute("DELETE FROM evicted WHERE n <= (SELECT max(n) FROM evicted) - ?",
-                   (EVICTED_IDS,))
+        db.execute(_UPSERT_BIG, (*row, len(item.body)))
+        rowid = db.execute("SELECT rowid FROM unfinished WHERE id = ?",
+                           (item.id,)).fetchone()[0]
+        write_blob(db, "unfinished", rowid, item.body)
 
     # ------------------------------------------------------------ reading
 
     def get(self, prediction_id: str) -> Record | None:
-        row = self._query("SELECT id, kind, status, stage, created, body, finished, request "
-                          "FROM records WHERE id = ?", (prediction_id,))
-        return _record(row[0]) if row else None
+        n = self._finished.number(prediction_id)
+        if n is not None:  # (a number the writer just moved finds nothing)
+            rows = self._query("SELECT id, kind, status, 'finished', created, body, finished,"
+                               " NULL FROM finished WHERE n = ? AND id = ?", (n, prediction_id))
+            if rows:
+                return _record(rows[0])
+        rows = self._query(f"{_UNFINISHED} WHERE id = ?", (prediction_id,))
+        return _record(rows[0]) if rows else None
 
     def was_evicted(self, prediction_id: str) -> bool:
         """Evicted, and not written again since."""
-        return bool(self._query("SELECT 1 FROM evicted WHERE id = ? AND NOT EXISTS (SELECT 1 "
-                                "FROM records WHERE id = ?)", (prediction_id, prediction_id)))
+        return self._finished.was_evicted(prediction_id) and not self._query(
+            "SELECT 1 FROM unfinished WHERE id = ?", (prediction_id,))
 
     def page(self, kind: str, status: str | None, limit: int, cursor: str | None) -> Page:
-        where = ["kind = ?"]
-        args: list[object] = [kind]
+        where = "kind = :kind"
+        args: dict[str, object] = {"kind": kind, "limit": limit + 1}
         if status is not None:
-            where.append("status = ?")
-            args.append(status)
+            where += " AND status = :status"
+            args["status"] = status
         if cursor is not None:
-            created, after = parse_cursor(cursor)
-            where.append("(created < ? OR (created = ? AND id < ?))")
-            args += [created, created, after]
-        rows = self._query(f"SELECT body, created, id FROM records WHERE {' AND '.join(where)}"
-                           " ORDER BY created DESC, id DESC LIMIT ?", (*args, limit + 1))
+            args["created"], args["after"] = parse_cursor(cursor)
+            where += " AND (created < :created OR (created = :created AND id < :after))"
+        # the page's keys first (the newest of both tables: the finished ones sorted,
+        # keeping the top `limit`), then the bodies of those alone
+        rows = self._query(
+            f"WITH page (created, id, n) AS (SELECT created, id, NULL FROM unfinished "
+            f"WHERE {where} UNION ALL SELECT created, id, n FROM finished WHERE {where} "
+            "ORDER BY 1 DESC, 2 DESC LIMIT :limit) "
+            "SELECT coalesce(f.body, u.body), page.created, page.id FROM page "
+            "LEFT JOIN finished f ON f.n = page.n "
+            "LEFT JOIN unfinished u ON page.n IS NULL AND u.id = page.id "
+            "ORDER BY page.created DESC, page.id DESC", args)
         following = cursor_of(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit \
             else None
         return Page([row[0] for row in rows[:limit]], following)
@@ -282,8 +285,7 @@ class SQLiteStore(PredictionStore):
     def claim(self, owner: str) -> Claimed:
         """The only writer: everything unfinished (and every pending hook) is orphaned."""
         records = [_record(row) for row in self._query(
-            "SELECT id, kind, status, stage, created, body, finished, request FROM records "
-            "WHERE finished IS NULL AND owner != ? ORDER BY created", (owner,))]
+            f"{_UNFINISHED} WHERE owner != ? ORDER BY created", (owner,))]
         hooks = [Hook(*row) for row in self._query(
             "SELECT id, seq, delivery, url, body, headers FROM outbox ORDER BY id, seq", ())]
         return Claimed(records, hooks)
@@ -303,11 +305,12 @@ class SQLiteStore(PredictionStore):
             os.close(self._lock_fd)  # the lock goes with the descriptor
             self._lock_fd = -1
 
-    def _query(self, sql: str, args: Sequence[object]) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, args: Sequence[object] | dict[str, object]
+               ) -> list[tuple[Any, ...]]:
         try:
             with self._reading:
                 assert self._reader is not None, "closed"
-                return self._reader.execute(sql, tuple(args)).fetchall()
+                return self._reader.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"reading the prediction store {self.path} failed: {exc}") from exc
 

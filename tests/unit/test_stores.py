@@ -16,12 +16,14 @@ import orjson
 import pytest
 from redisproc import RedisProcess
 
-from cogserve.runtime.durable import Durable
+from cogserve.runtime import redis_store, sqlite_store
+from cogserve.runtime.durable import SYNC_BATCH, Durable
+from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.records import (
-    SCHEMA_VERSION,
     Bounds,
     Claimed,
     Dropped,
+    Finished,
     Hook,
     HookDone,
     Page,
@@ -34,6 +36,7 @@ from cogserve.runtime.records import (
 from cogserve.runtime.redis_store import RedisStore
 from cogserve.runtime.sqlite_store import SQLiteStore
 from cogserve.runtime.store_choice import IN_MEMORY, StoreKind, choose, default_path
+from cogserve.states import Event
 
 WIDE = Bounds(1000, 1 << 30)
 
@@ -160,6 +163,59 @@ def test_listing_is_newest_first_by_status_and_pages_without_gaps(store):
     assert ids(store.page("training", None, 10, None)) == ["t1"]
 
 
+def rows(prefix: str, count: int, *, created: float = 0.0, size: int = 0,
+         status: str = "succeeded") -> Finished:
+    """`count` finished sync predictions, as the writer hands them over."""
+    return Finished([(f"{prefix}{i:03}", "prediction", status, created + i,
+                      orjson.dumps({"id": f"{prefix}{i:03}", "status": status,
+                                    "pad": "x" * size}))
+                     for i in range(count)])
+
+
+def test_finished_rows_in_bulk_are_kept_bounded_and_listed_like_records(store):
+    store.write([rows("s", 150)], Bounds(100, 1 << 30), "me")  # 64 + 64 + 16 + 4 + 2
+    assert store.get("s049") is None and store.was_evicted("s049")
+    got = store.get("s149")
+    assert got is not None and got.stage is Stage.FINISHED and got.status == "succeeded"
+    assert got.created == 149.0 and got.request is None and got.finished is not None
+    assert orjson.loads(got.body)["id"] == "s149"
+    page = store.page("prediction", None, 3, None)
+    assert ids(page) == ["s149", "s148", "s147"] and page.next is not None
+    assert ids(store.page("prediction", None, 2, page.next)) == ["s146", "s145"]
+    assert ids(store.page("prediction", "failed", 5, None)) == []
+    # the count bound counts rows and records alike; a record finished after them is newer
+    later = time.time() + 1
+    store.write([rec("r", created=later, finished=later)], Bounds(100, 1 << 30), "me")
+    assert store.get("s050") is None and store.get("s051") is not None
+
+
+def test_a_finished_row_written_again_replaces_the_older_one(store):
+    store.write([rec("again", Stage.RUNNING, status="processing", request=b"{}")], WIDE, "me")
+    twice = rows("x", 3)
+    twice.rows.append(twice.rows[0])  # the same id twice in one batch: the later wins
+    ended = Finished([("again", "prediction", "succeeded", 1.0, b'{"id":"again"}')])
+    store.write([ended, twice], WIDE, "me")
+    store.write([rows("x", 1, status="failed")], Bounds(4, 1 << 30), "me")
+    got = store.get("x000")
+    assert got is not None and got.status == "failed"  # the newest write
+    assert store.claim("someone-else").records == []  # `again` finished: not unfinished
+    # one row each: four ids within a count bound of four, none evicted
+    assert all(store.get(i) is not None for i in ("again", "x000", "x001", "x002"))
+    assert ids(store.page("prediction", None, 10, None)).count("x000") == 1
+
+
+def test_finished_rows_with_a_big_body_are_stored_whole(store):
+    batch = rows("b", 3)
+    big = orjson.dumps({"id": "big", "pad": "y" * (3 << 20)})
+    batch.rows.insert(1, ("big", "prediction", "succeeded", 0.5, big))
+    store.write([batch], WIDE, "me")
+    got = store.get("big")
+    assert got is not None and got.body == big
+    assert [store.get(f"b00{i}") is not None for i in range(3)] == [True, True, True]
+    store.write([rows("c", 1)], Bounds(100, len(big)), "me")  # its bytes were counted
+    assert store.get("big") is None and store.was_evicted("big")
+
+
 def test_claim_takes_the_unfinished_work_of_a_gone_owner_once(store):
     store.write([rec("q", Stage.QUEUED, status="starting", created=2.0, request=b"{}"),
                  rec("r", Stage.RUNNING, status="processing", created=1.0, request=b"{}"),
@@ -206,14 +262,86 @@ def test_redis_unreachable_at_start_is_a_clear_error():
         RedisStore("redis://127.0.0.1:1/0", "x")
 
 
+LAYOUT_1 = """
+CREATE TABLE records (id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL,
+    stage TEXT NOT NULL, created REAL NOT NULL, finished REAL, request BLOB,
+    owner TEXT NOT NULL, body BLOB NOT NULL);
+CREATE INDEX records_listing ON records (kind, created DESC, id DESC);
+CREATE TABLE outbox (id TEXT NOT NULL, seq INTEGER NOT NULL, delivery TEXT NOT NULL,
+    url TEXT NOT NULL, body BLOB NOT NULL, headers BLOB NOT NULL, PRIMARY KEY (id, seq));
+CREATE TABLE evicted (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE);
+CREATE TABLE totals (one INTEGER PRIMARY KEY CHECK (one = 1), count INTEGER NOT NULL,
+    bytes INTEGER NOT NULL);
+CREATE TRIGGER totals_insert AFTER INSERT ON records WHEN new.finished IS NOT NULL BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + length(new.body); END;
+INSERT INTO totals VALUES (1, 0, 0);
+INSERT INTO records VALUES ('late', 'prediction', 'succeeded', 'finished', 2.0, 9.0, NULL,
+    'old', CAST('{"id":"late"}' AS BLOB));
+INSERT INTO records VALUES ('early', 'prediction', 'failed', 'finished', 3.0, 5.0, NULL,
+    'old', CAST('{"id":"early"}' AS BLOB));
+INSERT INTO records VALUES ('waiting', 'prediction', 'starting', 'queued', 4.0, NULL,
+    CAST('{"input":1}' AS BLOB), 'old', CAST('{"id":"waiting"}' AS BLOB));
+INSERT INTO outbox VALUES ('late', 1, 'completed', 'http://x/', X'7B7D', X'7B7D');
+INSERT INTO evicted (id) VALUES ('gone');
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_file_of_layout_1_is_converted_when_opened(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.executescript(LAYOUT_1)
+    store = SQLiteStore(str(path))
+    try:
+        claimed = store.claim("me")
+        assert [r.id for r in claimed.records] == ["waiting"]
+        assert claimed.records[0].request == b'{"input":1}'
+        assert [h.id for h in claimed.hooks] == ["late"]
+        late = store.get("late")
+        assert late is not None and late.stage is Stage.FINISHED and late.finished == 9.0
+        assert store.was_evicted("gone") and not store.was_evicted("late")
+        assert ids(store.page("prediction", None, 10, None)) == ["waiting", "early", "late"]
+        # the oldest to finish goes first
+        store.write([rec("new", created=10.0, finished=10.0)], Bounds(2, 1 << 30), "me")
+        assert store.get("early") is None and store.get("late") is not None
+    finally:
+        store.close("me")
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.LAYOUT
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        assert "records" not in tables and "totals" not in tables
+
+
+def test_a_write_that_fails_changes_nothing_and_the_next_one_goes_through(tmp_path,
+                                                                        monkeypatch):
+    store = SQLiteStore(str(tmp_path / "store.sqlite3"))
+    try:
+        store.write([rows("kept", 2)], WIDE, "me")
+
+        def broken(*args: object) -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(sqlite_store.FinishedRows, "evict", broken)
+        with pytest.raises(StoreError, match="disk I/O error"):
+            store.write([rows("lost", 2), Dropped("kept000")], WIDE, "me")
+        monkeypatch.undo()
+        assert store.get("lost000") is None and store.get("kept000") is not None
+        assert not store.was_evicted("kept000")
+        store.write([rows("later", 2)], Bounds(3, 1 << 30), "me")
+        assert [store.get(i) is not None for i in ("kept000", "kept001", "later000",
+                                                   "later001")] == [False, True, True, True]
+    finally:
+        store.close("me")
+
+
 def test_a_store_from_a_newer_cogserve_is_refused(tmp_path, redis_server):
     path = tmp_path / "newer.sqlite3"
     with sqlite3.connect(path) as db:
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        db.execute(f"PRAGMA user_version = {sqlite_store.LAYOUT + 1}")
     with pytest.raises(StoreError, match="newer cogserve.*--store memory"):
         SQLiteStore(str(path))
     store = RedisStore(redis_server.url, "newer")
-    store.client.set("cogserve:newer:version", SCHEMA_VERSION + 1)
+    store.client.set("cogserve:newer:version", redis_store.LAYOUT + 1)
     store.close("me")
     with pytest.raises(StoreError, match="newer cogserve.*--store memory"):
         RedisStore(redis_server.url, "newer")
@@ -371,5 +499,29 @@ def test_post_waited_settles_once_written():
         await asyncio.wrap_future(future)
         assert store.batches and store.batches[-1][-1].id == "x"
         await durable.close()
+
+    asyncio.run(body())
+
+
+def test_finished_sync_predictions_reach_the_store_as_rows_a_batch_at_a_time():
+    async def body() -> None:
+        store = Flaky()
+        durable = Durable(store, WIDE)
+        await durable.start()
+        made = []
+        for i in range(SYNC_BATCH + 3):
+            prediction = Prediction(f"s{i}", {"text": "hi"})
+            prediction.mark_started()
+            prediction.succeed("hi", 0.001)
+            durable.listener(prediction, Event.COMPLETED, {})
+            made.append(prediction)
+        # a full batch goes at once, not at the next flush
+        await _until(lambda: any(isinstance(w, Finished) for b in store.batches for w in b))
+        await durable.close()  # the rest at close
+        written = [w for b in store.batches for w in b if isinstance(w, Finished)]
+        assert [len(w.rows) for w in written] == [SYNC_BATCH, 3]
+        first = written[0].rows[0]
+        assert first[:3] == ("s0", "prediction", "succeeded") and type(first[2]) is str
+        assert first[3] == made[0].created_at.timestamp() and first[4] is made[0].encoded()
 
     asyncio.run(body())
