@@ -58,6 +58,7 @@ class RequestObserver:
         cycle = getattr(send, "__self__", None)
         if type(cycle) is not Cycle:
             cycle = None
+            server_send = send  # not `send`: rebound below, and this closure would see that
 
             def observed_send(message: Message) -> Awaitable[None]:
                 # a plain function handing back send's awaitable: no coroutine of its own
@@ -65,7 +66,7 @@ class RequestObserver:
                 nonlocal status
                 if message["type"] == "http.response.start":
                     status = message["status"]
-                return send(message)
+                return server_send(message)
 
             send = observed_send
 

@@ -1,0 +1,41 @@
+"""The request observer under an ASGI server other than cogserve's (Ray Serve's): it wraps
+`send` to learn the status, and the wrapper must call the server's `send`, not itself
+(a closure over the rebound name recursed until RecursionError: every request a 500)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from cogserve.http.routing import ROUTE_KEY
+from cogserve.observability.requests import RequestObserver
+
+
+async def _respond(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 201, "headers": []})
+    await send({"type": "http.response.body", "body": b"made"})
+
+
+def test_a_foreign_servers_send_is_called_once_per_message_and_the_status_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def server_send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    observer = RequestObserver().around(_respond)
+    scope = {"type": "http", "method": "POST", "path": "/predictions", "headers": [],
+             ROUTE_KEY: SimpleNamespace(template="/predictions")}
+    with caplog.at_level(logging.INFO, logger="cogserve.access"):
+        asyncio.run(observer(scope, receive, server_send))
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    assert sent[1]["body"] == b"made"
+    [line] = [r.getMessage() for r in caplog.records if r.name == "cogserve.access"]
+    assert line.startswith("POST /predictions 201 ")
