@@ -134,7 +134,7 @@ def _dumped(folder: pathlib.Path, name: bytes) -> dict[int, int]:
     """The instruction totals of the dump called `name`, by thread (1: the main thread;
     callgrind names each thread's file `callgrind.PID.DUMP-THREAD`). The files can land
     a moment after callgrind_control returns (on a busy machine): looked for a while."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 180
     while not _dumped_now(folder, name):
         if time.monotonic() > deadline:
             raise RuntimeError(f"callgrind wrote no {name.decode()!r} dump")
