@@ -78,7 +78,9 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
             str(venv / "bin" / "cogserve"),
             "serve", str(model), "--host", "127.0.0.1", "--port", str(port)]
     # PYTHONMALLOC=malloc: valgrind sees the allocations (pymalloc's arenas confuse it)
-    proc = Proc(argv, env={"LOG_FORMAT": "console", "PYTHONMALLOC": "malloc", **env},
+    # in the model's folder: from the repository's root a baseline's worker (`python -m
+    # cogserve.worker`) would import this checkout's cogserve
+    proc = Proc(argv, cwd=model, env={"LOG_FORMAT": "console", "PYTHONMALLOC": "malloc", **env},
                 log=out / "server.log")
     try:
         wait_http(f"http://127.0.0.1:{port}/health-check", alive=proc.alive, timeout=600,
