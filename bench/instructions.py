@@ -78,7 +78,9 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
             str(venv / "bin" / "cogserve"),
             "serve", str(model), "--host", "127.0.0.1", "--port", str(port)]
     # PYTHONMALLOC=malloc: valgrind sees the allocations (pymalloc's arenas confuse it)
-    proc = Proc(argv, env={"LOG_FORMAT": "console", "PYTHONMALLOC": "malloc", **env},
+    # in the model's folder: from the repository's root a baseline's worker (`python -m
+    # cogserve.worker`) would import this checkout's cogserve
+    proc = Proc(argv, cwd=model, env={"LOG_FORMAT": "console", "PYTHONMALLOC": "malloc", **env},
                 log=out / "server.log")
     try:
         wait_http(f"http://127.0.0.1:{port}/health-check", alive=proc.alive, timeout=600,
@@ -134,7 +136,7 @@ def _dumped(folder: pathlib.Path, name: bytes) -> dict[int, int]:
     """The instruction totals of the dump called `name`, by thread (1: the main thread;
     callgrind names each thread's file `callgrind.PID.DUMP-THREAD`). The files can land
     a moment after callgrind_control returns (on a busy machine): looked for a while."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 180
     while not _dumped_now(folder, name):
         if time.monotonic() > deadline:
             raise RuntimeError(f"callgrind wrote no {name.decode()!r} dump")

@@ -132,7 +132,10 @@ def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, s
             venv = envs.venv(COGSERVE)
         argv = [str(venv / "bin" / "cogserve"), "serve", str(model),
                 "--host", "127.0.0.1", "--port", str(port), *args]
-        proc = Proc(argv, env=env, log=log)
+        # started in the model's folder: the worker is `python -m cogserve.worker`, which
+        # imports from the folder it starts in first, so from the repository's root a
+        # baseline's worker ran this checkout's code
+        proc = Proc(argv, cwd=model, env=env, log=log)
         health, ready = url + "/health-check", _health_ready
     elif system == REFERENCE:
         assert model is not None

@@ -227,12 +227,24 @@ class _Formatter(logging.Formatter):
         record.asctime = stamp = self.formatTime(record, self.datefmt)
         return f"{stamp} {record.levelname} {record.name}: {message}"
 
+    def format_parts(self, created: float, msecs: float, levelname: str, name: str,
+                     message: str, fields: dict[str, Any] | None) -> str | None:
+        """What `format` makes of a record with these attributes (no exception, no stack),
+        without the record: the log writer renders the access line with it. None for a
+        format of someone else's."""
+        if self._fmt is not _CONSOLE:
+            return None
+        return f"{self._time(created, msecs)} {levelname} {name}: {message}"
+
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        second = int(record.created)
+        return self._time(record.created, record.msecs)
+
+    def _time(self, created: float, msecs: float) -> str:
+        second = int(created)
         if second != self._second:
             self._second = second
             self._stamp = time.strftime(self.default_time_format, self.converter(second))
-        return f"{self._stamp},{int(record.msecs):03d}"
+        return f"{self._stamp},{int(msecs):03d}"
 
 
 class _JSONFormatter(_Formatter):
@@ -246,6 +258,14 @@ class _JSONFormatter(_Formatter):
             doc.update(fields)
         if record.exc_info:
             doc["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(doc, default=str).decode()
+
+    def format_parts(self, created: float, msecs: float, levelname: str, name: str,
+                     message: str, fields: dict[str, Any] | None) -> str | None:
+        doc = {"timestamp": self._time(created, msecs), "severity": levelname,
+               "logger": name, "message": message}
+        if fields:
+            doc.update(fields)
         return orjson.dumps(doc, default=str).decode()
 
 

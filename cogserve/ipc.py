@@ -93,11 +93,15 @@ class SyncChannel:
         loop.add_reader(fd, readable)
 
 
+_SMALL_FRAME = 64 * 1024  # a chunk this small that is one whole frame is sliced, not viewed
+
+
 class FrameSplitter:
     """Cuts a byte stream into frames and hands each decoded message on, in order.
 
-    The common case, a chunk that holds whole frames and nothing buffered, is parsed in
-    place through a memoryview; only a partial frame is copied into the buffer.
+    The most common chunk, one small whole frame (a prediction's result), is sliced and
+    decoded; other chunks holding whole frames with nothing buffered are parsed in place
+    through a memoryview; only a partial frame is copied into the buffer.
     """
 
     __slots__ = ("_buf", "_handle")
@@ -108,6 +112,11 @@ class FrameSplitter:
 
     def feed(self, chunk: bytes) -> None:
         buf = self._buf
+        total = len(chunk)
+        if not buf and 4 <= total <= _SMALL_FRAME and \
+                _HEADER.unpack_from(chunk)[0] == total - 4:  # one small frame, whole
+            self._handle(jsoncodec.loads(chunk[4:]))
+            return
         if buf:
             buf.extend(chunk)
             data: bytes | bytearray = buf

@@ -470,20 +470,32 @@ class Cycle:
             if kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', but got "
                                    f"'{message['type']}'.")
-            self._start(message)
+            self._start(message["status"], message.get("headers", ()))
         elif not self.response_complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', but got "
                                    f"'{message['type']}'.")
-            self._body(message)
+            self._body(message.get("body", b""), message.get("more_body", False))
         else:
             raise RuntimeError(f"Unexpected ASGI message '{message['type']}' sent, after "
                                "response already completed.")
 
-    def _start(self, message: Any) -> None:
+    def respond(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> bool:
+        """A whole response at once: what `send` does with its start and then its one
+        body message, without the two messages and coroutines (the JSON answers of
+        `http.responses.send_json`). False, having done nothing, when `send` is needed:
+        a response already started, or writing paused (`send` waits for the drain)."""
+        if self.response_started or (self.flow.write_paused and not self.disconnected):
+            return False
+        self.status = status
+        if not self.disconnected:
+            self._start(status, headers)
+            self._body(body, False)
+        return True
+
+    def _start(self, status_code: int, headers: Any) -> None:
         self.response_started = True
         self.waiting_for_100_continue = False
-        status_code = message["status"]
         protocol = self.protocol
         if protocol.access_log:  # uvicorn's own access log (cogserve turns it off)
             scope = self.scope
@@ -492,7 +504,6 @@ class Cycle:
                 get_path_with_query_string(scope), scope["http_version"], status_code)
         defaults = protocol.server_state.default_headers
         default_head = _default_head(defaults)
-        headers = message.get("headers", ())
         if default_head is None:
             content = [STATUS_LINE[status_code]]
             headers = defaults + list(headers)
@@ -500,23 +511,35 @@ class Cycle:
             content = [STATUS_LINE[status_code], default_head]
         has_connection_close = False
         for name, value in headers:
+            line = _checked_lines.get((name, value))
+            if line is not None:  # written before, checked then
+                content.append(line)
+                continue
+            if name == b"content-length" and value.isdigit():  # a name and value to trust
+                if self.chunked_encoding is None:
+                    self.expected_content_length = int(value)
+                    self.chunked_encoding = False
+                content.extend((name, b": ", value, b"\r\n"))
+                continue
             if HEADER_RE.search(name):
                 raise RuntimeError("Invalid HTTP header name.")
             if HEADER_VALUE_RE.search(value):
                 raise RuntimeError("Invalid HTTP header value.")
-            name = name.lower()
-            if name == b"content-length" and self.chunked_encoding is None:
+            lowered = name.lower()
+            if lowered == b"content-length" and self.chunked_encoding is None:
                 self.expected_content_length = int(value.decode())
                 self.chunked_encoding = False
-            elif name == b"transfer-encoding" and value.lower() == b"chunked":
+            elif lowered == b"transfer-encoding" and value.lower() == b"chunked":
                 self.expected_content_length = 0
                 self.chunked_encoding = True
-            elif name == b"connection":
+            elif lowered == b"connection":
                 connection = [token.lower().strip() for token in value.split(b",")]
                 if b"close" in connection:
                     self.keep_alive = False
                     has_connection_close = True
-            content.extend((name, b": ", value, b"\r\n"))
+            elif lowered not in _SHAPING and len(_checked_lines) < _CHECKED_LINES:
+                _checked_lines[(name, value)] = lowered + b": " + value + b"\r\n"
+            content.extend((lowered, b": ", value, b"\r\n"))
         if not self.keep_alive and not has_connection_close:
             content.append(b"connection: close\r\n")
         head_only = self.scope["method"] == "HEAD"
@@ -531,9 +554,7 @@ class Cycle:
         else:
             self.transport.write(head)
 
-    def _body(self, message: Any) -> None:
-        body = message.get("body", b"")
-        more_body = message.get("more_body", False)
+    def _body(self, body: bytes, more_body: bool) -> None:
         if self.scope["method"] == "HEAD":
             self.expected_content_length = 0
         elif self.chunked_encoding:
@@ -590,6 +611,11 @@ def _nothing() -> None:
 
 _checked: tuple[list[tuple[bytes, bytes]] | None, bytes | None] = (None, None)
 _SHAPING = (b"content-length", b"transfer-encoding", b"connection")
+# response header lines checked once (name and value as the app gave them -> the line
+# written, name lowercased): Content-Type and the like recur on every answer; a header
+# that shapes the response (a length, chunking, Connection) is read each time
+_checked_lines: dict[tuple[bytes, bytes], bytes] = {}
+_CHECKED_LINES = 1024  # distinct lines kept, at most
 
 
 def _default_head(headers: list[tuple[bytes, bytes]]) -> bytes | None:

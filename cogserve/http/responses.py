@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from cogserve.http.asgi import Receive, Scope, Send
+from cogserve.http.protocol import Cycle
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # the scope key under which a route leaves the prediction a request made or named, for
@@ -53,15 +54,16 @@ class RequestError(Exception):
 async def send_json(send: Send, status: int, body: Any,
                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
     payload = body if isinstance(body, bytes) else orjson.dumps(body)
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(payload)).encode()),
-            *(headers or ()),
-        ],
-    })
+    head = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+        *(headers or ()),
+    ]
+    # cogserve's own server takes the whole answer in one call (`Cycle.respond`)
+    cycle = getattr(send, "__self__", None)
+    if type(cycle) is Cycle and cycle.respond(status, head, payload):
+        return
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": payload})
 
 

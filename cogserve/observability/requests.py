@@ -97,19 +97,27 @@ def _log_access(level: int, scope: Scope, route: str, method: str, status: int,
     prediction = scope.get(PREDICTION_KEY)
     ident = prediction.id if prediction is not None else None
     handler = sole_handler(access_log, level) if _templated() else None
-    if handler is not None:  # the record is made by the log writer's thread
-        handler.defer(_deferred_record, (level, method, route, status, seconds, ident,
-                                         time.time_ns() if _NS_CLOCK else time.time()))
+    if handler is not None:  # the line is rendered by the log writer's thread
+        handler.defer(_render, (level, method, route, status, seconds, ident,
+                                time.time_ns() if _NS_CLOCK else time.time()))
         return
     access_log.handle(_record(level, *_content(method, route, status, seconds, ident)))
 
 
-def _deferred_record(level: int, method: str, route: str, status: int, seconds: float,
-                     ident: str | None, created: float | int) -> logging.LogRecord:
-    """The access line's record, made by the log writer's thread: what it says, and when
-    it was logged."""
+def _render(formatter: logging.Formatter, level: int, method: str, route: str, status: int,
+            seconds: float, ident: str | None, created: float | int) -> str:
+    """The access line as `formatter` formats its record, rendered by the log writer's
+    thread: what it says, and when it was logged. A formatter with `format_parts` (the
+    server's own) writes the line from its parts, without the record."""
     args, fields = _content(method, route, status, seconds, ident)
-    return _record(level, args, fields, created)
+    parts = getattr(formatter, "format_parts", None)
+    if parts is not None:
+        stamp, msecs = _stamp(created)
+        line: str | None = parts(stamp, msecs, logging.getLevelName(level), access_log.name,
+                                 _MESSAGE % args, fields)
+        if line is not None:
+            return line
+    return formatter.format(_record(level, args, fields, created))
 
 
 def _content(method: str, route: str, status: int, seconds: float, ident: str | None
@@ -150,27 +158,37 @@ def _record(level: int, args: tuple[Any, ...], fields: dict[str, Any],
     """
     global _template
     if not _templated():
-        return access_log.makeRecord(access_log.name, level, __file__, 0, _MESSAGE, args, None,
-                                     extra={"fields": fields})
-    if _template is None:
-        _template = access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, _MESSAGE,
-                                          (), None).__dict__.copy()
-    record = logging.LogRecord.__new__(logging.LogRecord)
-    record.__dict__ = attributes = _template.copy()
-    if level != logging.INFO:
-        attributes["levelno"] = level
-        attributes["levelname"] = logging.getLevelName(level)
-    attributes["args"] = args
-    attributes["fields"] = fields
-    # as LogRecord.__init__ stamps the time
-    if _NS_CLOCK:
-        ns = time.time_ns() if created is None else int(created)
-        attributes["created"] = ns / 1e9
-        attributes["msecs"] = (ns % 1_000_000_000) // 1_000_000 + 0.0
-        attributes["relativeCreated"] = (ns - logging._startTime) / 1e6  # type: ignore[attr-defined]
+        record = access_log.makeRecord(access_log.name, level, __file__, 0, _MESSAGE, args,
+                                       None, extra={"fields": fields})
+        if created is None:
+            return record
+        attributes = record.__dict__
     else:
-        now = time.time() if created is None else created
-        attributes["created"] = now
-        attributes["msecs"] = int((now - int(now)) * 1000) + 0.0
-        attributes["relativeCreated"] = (now - logging._startTime) * 1000  # type: ignore[attr-defined]
+        if _template is None:
+            _template = access_log.makeRecord(access_log.name, logging.INFO, __file__, 0,
+                                              _MESSAGE, (), None).__dict__.copy()
+        record = logging.LogRecord.__new__(logging.LogRecord)
+        record.__dict__ = attributes = _template.copy()
+        if level != logging.INFO:
+            attributes["levelno"] = level
+            attributes["levelname"] = logging.getLevelName(level)
+        attributes["args"] = args
+        attributes["fields"] = fields
+    # as LogRecord.__init__ stamps the time
+    if created is None:
+        created = time.time_ns() if _NS_CLOCK else time.time()
+    attributes["created"], attributes["msecs"] = _stamp(created)
+    if _NS_CLOCK:
+        attributes["relativeCreated"] = (created - logging._startTime) / 1e6  # type: ignore[attr-defined]
+    else:
+        attributes["relativeCreated"] = (created - logging._startTime) * 1000  # type: ignore[attr-defined]
     return record
+
+
+def _stamp(created: float | int) -> tuple[float, float]:
+    """A record's `created` and `msecs`, as LogRecord.__init__ computes them from the
+    clock it reads (`time.time()`, or `time.time_ns()` from 3.13 on)."""
+    if _NS_CLOCK:
+        ns = int(created)
+        return ns / 1e9, (ns % 1_000_000_000) // 1_000_000 + 0.0
+    return created, int((created - int(created)) * 1000) + 0.0

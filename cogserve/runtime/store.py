@@ -18,8 +18,7 @@ so a GET for one can say it was evicted rather than that it never existed.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cogserve.runtime.history import history_of
 from cogserve.runtime.prediction import Prediction
@@ -32,9 +31,9 @@ BYTES_VARIABLE = "COGSERVE_RECENT_PREDICTIONS_BYTES"
 AGE_VARIABLE = "COGSERVE_RECENT_PREDICTIONS_AGE"  # the durable store's age bound
 
 
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """One finished prediction as it is answered again."""
+class Finished(NamedTuple):
+    """One finished prediction as it is answered again (a tuple: one is made per
+    prediction, and a frozen dataclass's __init__ set each field through a call)."""
 
     kind: str  # "prediction" or "training": /predictions/{id} never shows a training
     body: bytes  # the final prediction object, JSON
@@ -44,6 +43,9 @@ class Finished:
     @property
     def size(self) -> int:
         return len(self.body) + len(self.frames)
+
+
+_new_finished = tuple.__new__  # a Finished without NamedTuple's `__new__` (a Python call)
 
 
 class FinishedStore:
@@ -62,22 +64,31 @@ class FinishedStore:
             self.keep(prediction)
 
     def keep(self, prediction: Prediction) -> None:
-        self._drop(prediction.id)
-        self.evicted.pop(prediction.id, None)
+        ident = prediction.id
+        entries = self.entries
+        if ident in entries:
+            self._drop(ident)
+        if self.evicted:
+            self.evicted.pop(ident, None)
         body = prediction.encoded()  # the bytes SSE's `completed` event carried, if any
-        history = history_of(prediction)
-        kept = list(history.events or ()) if history is not None else []
+        history = history_of(prediction) if len(prediction.listeners) > 1 else None
+        if history is None:  # no SSE history: the body alone
+            frames, skipped, size = b"", 0, len(body)
+        else:
+            kept = list(history.events or ())
+            size = len(body) + sum(map(len, kept))
+            frames, skipped = b"", history.total - len(kept)
         # sized before the frames are joined: an entry too big to keep costs no copy
-        if len(body) + sum(map(len, kept)) > self.max_bytes or self.max_count == 0:
-            self._remember_evicted(prediction.id)
+        if size > self.max_bytes or self.max_count == 0:
+            self._remember_evicted(ident)
             return
-        skipped = history.total - len(kept) if history is not None else 0
-        entry = Finished(prediction.kind, body, b"".join(kept), skipped)
-        self.entries[prediction.id] = entry
-        self.bytes += entry.size
-        while len(self.entries) > self.max_count or self.bytes > self.max_bytes:
-            oldest, dropped = self.entries.popitem(last=False)
-            self.bytes -= dropped.size
+        if history is not None:
+            frames = b"".join(kept)
+        entries[ident] = _new_finished(Finished, (prediction.kind, body, frames, skipped))
+        self.bytes += size
+        while len(entries) > self.max_count or self.bytes > self.max_bytes:
+            oldest, dropped = entries.popitem(last=False)
+            self.bytes -= len(dropped.body) + len(dropped.frames)
             self._remember_evicted(oldest)
 
     def get(self, prediction_id: str, kind: str) -> Finished | None:

@@ -139,3 +139,21 @@ def test_with_thread_lookups_on_the_record_is_made_where_it_is_logged(
     import threading
 
     assert _line(served) == f"{threading.current_thread().name} POST /predictions 200 1.0 ms\n"
+
+
+@pytest.mark.parametrize("formatter", [cli._Formatter(cli._CONSOLE), cli._JSONFormatter()])
+def test_a_line_from_its_parts_is_the_line_of_its_record(formatter: logging.Formatter) -> None:
+    for created in (1_790_000_000.0, 1_790_000_000.999_9, 1_790_000_001.000_4, 1_790_000_061.5):
+        for ident in (None, "abc"):
+            args, fields = requests._content("POST", "/predictions", 200, 0.0012, ident)
+            record = requests._record(logging.INFO, args, fields, created)
+            line = requests._render(formatter, logging.INFO, "POST", "/predictions", 200,
+                                    0.0012, ident, created)
+            assert line == formatter.format(record)
+
+
+def test_a_formatter_without_parts_formats_the_record() -> None:
+    formatter = logging.Formatter("%(levelname)s|%(name)s|%(message)s|%(msecs)03d")
+    line = requests._render(formatter, logging.INFO, "GET", "/", 404, 0.0001, None,
+                            1_790_000_000.25)
+    assert line == "INFO|cogserve.access|GET / 404 0.1 ms|250"

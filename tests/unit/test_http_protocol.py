@@ -197,3 +197,53 @@ def test_a_prediction_waited_on_hears_of_the_lost_connection_at_once() -> None:
         await settle()
         assert seen["result"] is True
     run(body)
+
+
+def test_send_json_is_one_write_and_waits_for_a_paused_transport() -> None:
+    from cogserve.http.responses import send_json
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send_json(send, 201, {"a": 1}, [(b"x-extra", b"yes")])
+
+    async def body() -> None:
+        protocol, transport = connect(app=app)
+        protocol.data_received(POST)
+        await settle()
+        assert transport.writes == [
+            b"HTTP/1.1 201 Created\r\ndate: Tue, 24 Nov 2026 19:00:00 GMT\r\n"
+            b"content-type: application/json\r\ncontent-length: 7\r\nx-extra: yes\r\n\r\n"
+            b'{"a":1}']
+        protocol.pause_writing()  # the client reads slowly: the answer waits
+        protocol.data_received(POST)
+        await settle()
+        assert len(transport.writes) == 1
+        protocol.resume_writing()
+        await settle()
+        assert transport.writes[1] == transport.writes[0]
+    run(body)
+
+
+def test_header_names_are_written_lowercase_and_bad_values_refused_every_time() -> None:
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        bad = scope["path"] == "/bad"
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"X-Name", b"a\nb" if bad else b"fine"), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+        except RuntimeError as exc:
+            seen.append(str(exc))
+            raise
+
+    async def body() -> None:
+        for path in (b"/p", b"/p", b"/bad", b"/bad"):
+            protocol, transport = connect(app=app)
+            protocol.data_received(POST.replace(b"/p ", path + b" "))
+            await settle()
+            if path == b"/p":
+                assert b"\r\nx-name: fine\r\n" in transport.writes[0]
+        assert seen == ["Invalid HTTP header value."] * 2
+    run(body)
