@@ -522,6 +522,6 @@ def test_finished_sync_predictions_reach_the_store_as_rows_a_batch_at_a_time():
         assert [len(w.rows) for w in written] == [SYNC_BATCH, 3]
         first = written[0].rows[0]
         assert first[:3] == ("s0", "prediction", "succeeded") and type(first[2]) is str
-        assert first[3] == made[0].created_at.timestamp() and first[4] is made[0].encoded()
+        assert first[3] == made[0].created and first[4] is made[0].encoded()
 
     asyncio.run(body())
