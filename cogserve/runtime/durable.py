@@ -166,9 +166,9 @@ class Durable:
                 return
             if self.failure is not None or too_big:  # its client has its answer (and
                 return  # kept writes must not grow with every request of an outage)
-            sync = self._sync  # a tuple of what is kept (the prediction goes, as without)
-            # the status as a plain str (a StrEnum is adapted by sqlite3 at a cost, and
-            # hashed by a Python method): an enum member's documented `_value_`
+            # a tuple of values it has (the prediction itself goes, as without a store);
+            # the status as a plain str, an enum member's documented `_value_`
+            sync = self._sync
             sync.append((prediction.id, prediction.kind, prediction.status._value_,
                          prediction.created, body))
             if len(sync) >= SYNC_BATCH:
