@@ -8,12 +8,12 @@
 - **Async ones** (a webhook, or `Prefer: respond-async`) are `accept`ed: the route
   awaits their record before it answers `202`, and each change of stage (queued,
   running, finished) is written when it happens.
-- **Sync ones** cost the event loop an append: finished ones are collected and handed
-  to the thread every `SYNC_FLUSH` seconds (or `SYNC_BATCH` of them), so a crash may
-  lose the last few of them, whose clients already have their answers, and never an
-  accepted async one. The thread turns a batch into one `records.Finished` (a tuple
-  each, in one stretch of Python: the GIL is taken from the loop once per batch, not
-  per prediction) and the backend writes it in a few calls.
+- **Sync ones** cost the event loop a tuple (its id, kind, status, creation time and
+  final JSON, all made already; the prediction itself is not kept): they are collected
+  and handed to the thread as one `records.Finished` every `SYNC_FLUSH` seconds (or
+  `SYNC_BATCH` of them), so a crash may lose the last few of them, whose clients
+  already have their answers, and never an accepted async one. The backend writes a
+  batch in a few calls (`runtime/sqlite_finished.py`).
 - **The outbox** (`Outbox`, used by `runtime/webhooks.py`): a delivery is written
   before it is sent and removed once made (or given up on), so deliveries pending at a
   crash are sent after the restart: at least once, in order per prediction.
@@ -49,11 +49,12 @@ from cogserve.runtime.records import (
     Page,
     PredictionStore,
     Record,
+    Row,
     Stage,
     StoreError,
     Write,
 )
-from cogserve.states import Event, Status
+from cogserve.states import Event
 
 log = logging.getLogger("cogserve")
 
@@ -65,7 +66,7 @@ log = logging.getLogger("cogserve")
 # other's predictions from it: for them the delay is short.
 SYNC_FLUSH = 1.0
 SYNC_FLUSH_SHARED = 0.05
-SYNC_BATCH = 256  # bounds the writer's one stretch of Python per batch (~0.5 us each)
+SYNC_BATCH = 256  # ... so a write and the memory it holds stay small whatever the rate
 RETRY_MIN, RETRY_MAX = 0.1, 2.0  # seconds between tries while the store fails
 
 _Waiter = concurrent.futures.Future[None]
@@ -79,13 +80,11 @@ class Durable:
         self.owner = uuid.uuid4().hex  # this server, in a shared store
         self.failure: str | None = None  # why the store cannot be used now (health)
         self._tracked: set[str] = set()  # accepted async ones: each change is written
-        self._sync: list[Prediction] = []  # finished sync ones, written at the next flush
+        self._sync: list[Row] = []  # finished sync ones, written at the next flush
         self._flush: asyncio.TimerHandle | None = None
         self._flush_after = SYNC_FLUSH_SHARED if store.shared else SYNC_FLUSH
-        # what the writer thread has to write: Records and outbox changes, and batches of
-        # finished sync predictions, which it turns into rows itself (a finished
-        # prediction never changes again, and its JSON was encoded on the loop)
-        self._pending: deque[tuple[Sequence[Write] | _Finishing, _Waiter | None]] = deque()
+        # what the writer thread has to write, in order, with who waits for it
+        self._pending: deque[tuple[Sequence[Write], _Waiter | None]] = deque()
         self._wake = threading.Condition()
         self._closing = False
         self._thread: threading.Thread | None = None
@@ -159,16 +158,19 @@ class Durable:
     def listener(self, prediction: Prediction, event: Event, payload: dict[str, Any]) -> None:
         """Prediction listener (every prediction Cog's routes can be asked for again)."""
         if event is Event.COMPLETED:
-            # its final JSON, made here (the memory store made it already)
-            too_big = len(prediction.encoded()) > self.bounds.bytes
+            body = prediction.encoded()  # made already, for the answer and memory's store
+            too_big = len(body) > self.bounds.bytes
             if prediction.id in self._tracked:
                 self._tracked.discard(prediction.id)
                 self.post([Dropped(prediction.id) if too_big else record_of(prediction)])
                 return
             if self.failure is not None or too_big:  # its client has its answer (and
                 return  # kept writes must not grow with every request of an outage)
+            # a tuple of values it has (the prediction itself goes, as without a store);
+            # the status as a plain str, an enum member's documented `_value_`
             sync = self._sync
-            sync.append(prediction)  # made a row by the writer thread: off the loop
+            sync.append((prediction.id, prediction.kind, prediction.status._value_,
+                         prediction.created, body))
             if len(sync) >= SYNC_BATCH:
                 self._flush_sync()
             elif self._flush is None:
@@ -194,11 +196,7 @@ class Durable:
         if not self._sync:
             return None
         batch, self._sync = self._sync, []
-        waiter: _Waiter = concurrent.futures.Future()
-        with self._wake:
-            self._pending.append((_Finishing(batch), waiter))
-            self._wake.notify()
-        return waiter
+        return self.post_waited([Finished(batch)])
 
     def post(self, writes: Sequence[Write]) -> None:
         """Queue writes for the writer thread."""
@@ -250,12 +248,7 @@ class Durable:
                     return
                 taken = list(self._pending)
                 self._pending.clear()
-            batch: list[Write] = []
-            for writes, _ in taken:
-                if isinstance(writes, _Finishing):
-                    batch.append(finished_rows(writes.predictions))
-                else:
-                    batch += writes
+            batch = [write for writes, _ in taken for write in writes]
             try:
                 self.store.write(batch, self.bounds, self.owner)
             except StoreError as exc:
@@ -330,24 +323,6 @@ class Outbox:
         self.durable.post([HookDone(self.prediction_id, seq)])
 
 
-class _Finishing:
-    """Finished sync predictions queued for the writer, which makes them rows."""
-
-    __slots__ = ("predictions",)
-
-    def __init__(self, predictions: list[Prediction]) -> None:
-        self.predictions = predictions
-
-
-_TEXT = {status: status.value for status in Status}  # a plain str per status
-
-
-def finished_rows(predictions: list[Prediction]) -> Finished:
-    """Finished predictions as the store writes them: a tuple each, no Record."""
-    return Finished([(p.id, p.kind, _TEXT[p.status], p.created_at.timestamp(), p.encoded())
-                     for p in predictions])
-
-
 def record_of(prediction: Prediction, request: bytes | None = None,
               stage: Stage | None = None) -> Record:
     """The prediction as stored now (`stage`: as it is about to be)."""
@@ -356,5 +331,5 @@ def record_of(prediction: Prediction, request: bytes | None = None,
                  Stage.RUNNING if prediction.started_at is not None else Stage.QUEUED)
     completed = prediction.completed_at
     return Record(prediction.id, prediction.kind, prediction.status, stage,
-                  prediction.created_at.timestamp(), prediction.encoded(),
+                  prediction.created, prediction.encoded(),
                   completed.timestamp() if completed is not None else None, request)

@@ -135,6 +135,11 @@ class Prediction:
     # ------------------------------------------------------------ reading
 
     @property
+    def created(self) -> float:
+        """When it was made, in epoch seconds: the prediction store's sort key."""
+        return self.created_us / 1_000_000
+
+    @property
     def created_at(self) -> datetime.datetime:
         return _EPOCH + datetime.timedelta(microseconds=self.created_us)
 

@@ -64,9 +64,9 @@ class Record:
     request: bytes | None = None
 
 
-# a finished prediction as `Finished` carries it: (id, kind, status, created, body), the
-# status a plain str (sqlite3 looks for an adapter of a str subclass, raising and
-# catching an AttributeError per value)
+# a finished prediction as `Finished` lists it: (id, kind, status, created, body), the
+# status a plain str (sqlite3 adapts a str subclass, raising and catching an
+# AttributeError per value)
 Row = tuple[str, str, str, float, bytes]
 
 
@@ -74,9 +74,9 @@ Row = tuple[str, str, str, float, bytes]
 class Finished:
     """Finished predictions written in bulk: what a server's sync predictions become. Each
     row means what a `Record` of stage FINISHED (no request) would, finished when it is
-    written (a moment after it finished: the age bound needs no better). There is no
-    object per prediction, and a backend hands the rows to its storage in a few calls,
-    not one per row (a sync prediction's record costs the server microseconds, not 20)."""
+    written (a moment after it finished: the age bound needs no better). No object per
+    prediction, and a backend hands a batch to its storage in a call or a few, not one
+    per prediction (`runtime/sqlite_finished.py`)."""
 
     rows: list[Row]
 

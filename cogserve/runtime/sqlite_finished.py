@@ -3,22 +3,27 @@ looked up in memory.
 
 Every request a server answers with the default store ends here (a finished sync
 prediction), so this is the store's per-request path (issue 27: it may cost scenario 1
-at most 3%; bench/FINDINGS.md has the figures). What a record costs, and why no more:
+at most 3%; bench/FINDINGS.md has the figures). It runs on the store's writer thread,
+and what it costs the event loop is mostly the GIL: sqlite3 releases it while SQLite
+works and takes it back after each call, from the loop if the loop holds it then. So:
 
-- Rows are numbered (`n`, the rowid) in the order written. A batch of finished sync
-  predictions (`records.Finished`) is a few multi-row INSERTs, one call into SQLite per
-  64 rows: sqlite3 releases the GIL while SQLite works and takes it back once per call,
-  not once per row (each time from the event loop).
+- A batch of finished sync predictions (`records.Finished`) is a multi-row INSERT per
+  64 of them (the bound values: the GIL held ~75 us at most), so a full batch of 256
+  costs the loop seven GIL round trips (BEGIN, four INSERTs, the eviction's DELETE,
+  COMMIT), not one per prediction. (Handing SQLite the batch as one JSON text instead
+  took the GIL once, but cost 14,000 more instructions a record to take apart.)
+- Rows are numbered (`n`, the rowid) in the order written; eviction takes the lowest
+  numbers: one ranged DELETE, whose ids a trigger appends to `evicted`.
 - The table has no index but its rowid. An index on the id (random entries, a b-tree
   page rewritten for each) cost ~4,300 instructions a record and a listing index 5,800
-  to 11,600, against ~590,000 for a whole no-op prediction. So the ids are looked up in
+  to 11,600, against ~530,000 for a whole no-op prediction. So the ids are looked up in
   a dict (id -> n, in the order of n), read from the file at open and kept by the
   writer, the file's only one (`flock`). A listing page sorts the rows (as many as the
   count bound, 1,000 by default: a fraction of a millisecond).
-- Eviction takes the lowest numbers: the dict's first keys, one ranged DELETE.
-- The byte bound reads an upper bound kept here (a replaced or dropped row leaves it
-  high), made exact by a scan only when it passes the bound.
-- Evicted ids are appended to a table cut in ranges, and looked up in a dict.
+- The byte bound reads an upper bound kept here (what was written; what went is not
+  taken off), made exact by one scan when it passes the bound.
+- Evicted ids are looked up in a dict too; their table is cut when twice as long as
+  needed.
 
 The dicts are changed by the writer thread inside its transaction and read by any
 thread (a dict lookup is atomic under the GIL); a reader goes to the file with the
@@ -64,6 +69,7 @@ class FinishedRows:
         self.ids: dict[str, int] = {}  # id -> n, in the order of n
         self.evicted: dict[str, None] = {}  # at least the last EVICTED_IDS, oldest first
         self.bytes = 0  # at least the bytes of the bodies kept
+        self.evicted_rows = 0  # at least the rows of the `evicted` table
         self.stale = True  # the dicts may not match the file: `load` before writing
 
     def load(self, db: sqlite3.Connection) -> None:
@@ -73,6 +79,7 @@ class FinishedRows:
             ids[prediction_id] = n
         self.ids = ids
         self.bytes = int(db.execute("SELECT total(length(body)) FROM finished").fetchone()[0])
+        self.evicted_rows = db.execute("SELECT count(*) FROM evicted").fetchone()[0]
         self.evicted = dict.fromkeys(row[0] for row in db.execute(
             "SELECT id FROM (SELECT n, id FROM evicted ORDER BY n DESC LIMIT ?) ORDER BY n",
             (EVICTED_IDS,)))
@@ -81,77 +88,28 @@ class FinishedRows:
     # ------------------------------------------------------------ the writer's
 
     def append(self, db: sqlite3.Connection, rows: list[Row], finished: float) -> None:
-        """Rows of finished predictions, in order, finished at `finished`; a row's id
-        written before loses its older row."""
+        """Rows of finished predictions, in order, finished at `finished`; an id written
+        before loses its older row."""
         if not rows:
             return
         new = list(map(_ID, rows))
-        if self.ids.keys().isdisjoint(new) and len(set(new)) == len(new):
-            self._insert(db, rows, finished)
-            return
-        for row in rows:  # an id written again (rare): one at a time, in order
-            self.remove(db, row[0])
-            self._insert(db, [row], finished)
-
-    def remove(self, db: sqlite3.Connection, prediction_id: str) -> None:
-        n = self.ids.pop(prediction_id, None)
-        if n is not None:  # the byte count stays high until made exact
-            db.execute("DELETE FROM finished WHERE n = ?", (n,))
-
-    def drop(self, db: sqlite3.Connection, prediction_id: str) -> None:
-        """Forgotten at once, and remembered as evicted."""
-        self.remove(db, prediction_id)
-        db.execute("INSERT INTO evicted (id) VALUES (?)", (prediction_id,))
-        self._forget([prediction_id])
-
-    def evict(self, db: sqlite3.Connection, bounds: Bounds) -> None:
-        """The oldest written go, until within count, age and bytes."""
-        ids = self.ids
-        count = max(0, len(ids) - bounds.count)  # the first `count` rows go
-        if bounds.age:
-            young = db.execute("SELECT n FROM finished WHERE finished >= ? ORDER BY n "
-                               "LIMIT 1", (time.time() - bounds.age,)).fetchone()
-            count = max(count, len(ids) if young is None else db.execute(
-                "SELECT count(*) FROM finished WHERE n < ?", (young[0],)).fetchone()[0])
-        last = ids[next(itertools.islice(ids, count - 1, None))] if count else 0
-        size = self.bytes
-        if count:
-            size -= int(db.execute("SELECT total(length(body)) FROM finished WHERE n <= ?",
-                                   (last,)).fetchone()[0])
-        if size > bounds.bytes:  # maybe: the byte count is made exact, then the oldest go
-            size = int(db.execute("SELECT total(length(body)) FROM finished WHERE n > ?",
-                                  (last,)).fetchone()[0])
-            for n, length in db.execute("SELECT n, length(body) FROM finished WHERE n > ? "
-                                        "ORDER BY n", (last,)).fetchall():
-                if size <= bounds.bytes:
-                    break
-                count, last, size = count + 1, n, size - length
-        self.bytes = size
-        if not count:
-            return
-        victims = list(itertools.islice(ids, count))
-        for prediction_id in victims:
-            del ids[prediction_id]
-        db.execute("INSERT INTO evicted (id) SELECT id FROM finished WHERE n <= ? ORDER BY n",
-                   (last,))
-        db.execute("DELETE FROM finished WHERE n <= ?", (last,))
-        db.execute("DELETE FROM evicted WHERE n <= (SELECT max(n) FROM evicted) - ?",
-                   (EVICTED_IDS,))
-        self._forget(victims)
-
-    def _insert(self, db: sqlite3.Connection, rows: list[Row], finished: float) -> None:
         sizes = list(map(len, map(_BODY, rows)))
         self.bytes += sum(sizes)
-        start = 0
-        if max(sizes) > BIG_BODY:
-            for i, size in enumerate(sizes):
-                if size > BIG_BODY:
-                    self._insert_rows(db, rows[start:i], finished)
-                    self._insert_big(db, rows[i], finished)
-                    start = i + 1
-        self._insert_rows(db, rows[start:], finished)
+        if (self.ids.keys().isdisjoint(new) and len(set(new)) == len(new)
+                and max(sizes) <= BIG_BODY):
+            self._insert(db, rows, finished)
+            return
+        for row in rows:  # rare: an id written again, or a big body: one at a time
+            self.remove(db, row[0])
+            if len(row[4]) <= BIG_BODY:
+                self._insert(db, [row], finished)
+                continue
+            n = db.execute(_INSERT_BIG, (finished, *row[:4], len(row[4]))).lastrowid
+            assert n is not None
+            write_blob(db, "finished", n, row[4])
+            self.ids[row[0]] = n
 
-    def _insert_rows(self, db: sqlite3.Connection, rows: list[Row], finished: float) -> None:
+    def _insert(self, db: sqlite3.Connection, rows: list[Row], finished: float) -> None:
         ids = self.ids
         start, left = 0, len(rows)
         for n in _CHUNKS:
@@ -165,12 +123,53 @@ class FinishedRows:
                 start += n
                 left -= n
 
-    def _insert_big(self, db: sqlite3.Connection, row: Row, finished: float) -> None:
-        body = row[4]
-        n = db.execute(_INSERT_BIG, (finished, *row[:4], len(body))).lastrowid
-        assert n is not None
-        write_blob(db, "finished", n, body)
-        self.ids[row[0]] = n
+    def remove(self, db: sqlite3.Connection, prediction_id: str) -> bool:
+        """Its row goes (its id to `evicted`, by the trigger: harmless, as a lookup there
+        asks whether the id is kept again); False if there was none."""
+        n = self.ids.pop(prediction_id, None)
+        if n is None:
+            return False
+        db.execute("DELETE FROM finished WHERE n = ?", (n,))
+        self.evicted_rows += 1
+        return True
+
+    def drop(self, db: sqlite3.Connection, prediction_id: str) -> None:
+        """Forgotten at once, and remembered as evicted."""
+        if not self.remove(db, prediction_id):
+            db.execute("INSERT INTO evicted (id) VALUES (?)", (prediction_id,))
+            self.evicted_rows += 1
+        self._forget([prediction_id])
+
+    def evict(self, db: sqlite3.Connection, bounds: Bounds) -> None:
+        """The oldest written go, until within count, age and bytes."""
+        ids = self.ids
+        count = max(0, len(ids) - bounds.count)  # the first `count` rows go
+        if bounds.age:
+            young = db.execute("SELECT n FROM finished WHERE finished >= ? ORDER BY n "
+                               "LIMIT 1", (time.time() - bounds.age,)).fetchone()
+            count = max(count, len(ids) if young is None else db.execute(
+                "SELECT count(*) FROM finished WHERE n < ?", (young[0],)).fetchone()[0])
+        last = ids[next(itertools.islice(ids, count - 1, None))] if count else 0
+        if self.bytes > bounds.bytes:  # maybe: made exact, then the oldest go
+            size = int(db.execute("SELECT total(length(body)) FROM finished WHERE n > ?",
+                                  (last,)).fetchone()[0])
+            for n, length in db.execute("SELECT n, length(body) FROM finished WHERE n > ? "
+                                        "ORDER BY n", (last,)).fetchall():
+                if size <= bounds.bytes:
+                    break
+                count, last, size = count + 1, n, size - length
+            self.bytes = size
+        if count:
+            victims = list(itertools.islice(ids, count))
+            for prediction_id in victims:
+                del ids[prediction_id]
+            db.execute("DELETE FROM finished WHERE n <= ?", (last,))  # the trigger: evicted
+            self.evicted_rows += count
+            self._forget(victims)
+        if self.evicted_rows > 2 * EVICTED_IDS:
+            db.execute("DELETE FROM evicted WHERE n <= (SELECT max(n) FROM evicted) - ?",
+                       (EVICTED_IDS,))
+            self.evicted_rows = EVICTED_IDS
 
     def _forget(self, ids: list[str]) -> None:
         """Remember these ids as evicted (cut in bulk, when twice as many as kept)."""

@@ -30,8 +30,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from cogserve.runtime.records import (
     Bounds,
     Claimed,
@@ -84,6 +82,10 @@ CREATE TABLE IF NOT EXISTS outbox (
 );
 -- appended and cut in ranges only; looked up in memory (sqlite_finished.py)
 CREATE TABLE IF NOT EXISTS evicted (n INTEGER PRIMARY KEY, id TEXT NOT NULL);
+-- a finished row that goes leaves its id: one DELETE evicts a range, ids and all
+CREATE TRIGGER IF NOT EXISTS finished_evicted AFTER DELETE ON finished BEGIN
+    INSERT INTO evicted (id) VALUES (old.id);
+END;
 """
 
 # layout 1 (cogserve before the finished table): its rows are copied over, the finished
@@ -124,6 +126,7 @@ class SQLiteStore(PredictionStore):
         self._reader: sqlite3.Connection | None = None
         self._reading = threading.Lock()
         self._finished = FinishedRows()
+        self._unfinished: set[str] = set()  # the ids of `unfinished` (the writer's)
         folder = os.path.dirname(self.path)
         try:
             os.makedirs(folder, exist_ok=True)
@@ -174,6 +177,7 @@ class SQLiteStore(PredictionStore):
                 if db.in_transaction:
                     db.execute("ROLLBACK")
             self._finished.load(db)
+            self._unfinished = {row[0] for row in db.execute("SELECT id FROM unfinished")}
             self._reader = _connect(self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"the prediction store {self.path} cannot be used: {exc} "
@@ -191,12 +195,14 @@ class SQLiteStore(PredictionStore):
             try:
                 if finished.stale:
                     finished.load(db)
+                    self._unfinished = {row[0] for row in db.execute(
+                        "SELECT id FROM unfinished")}
                 for item in batch:  # in order: a later write of an id wins
                     if isinstance(item, Finished):
-                        if db.execute("SELECT 1 FROM unfinished LIMIT 1").fetchone():
-                            db.execute("DELETE FROM unfinished WHERE id IN (SELECT value FROM"
-                                       " json_each(?))", (orjson.dumps([row[0] for row in
-                                                                        item.rows]),))
+                        if self._unfinished:  # (seldom any)
+                            for prediction_id in self._unfinished.intersection(
+                                    row[0] for row in item.rows):
+                                self._unfinish(db, prediction_id)
                         finished.append(db, item.rows, now)
                     elif isinstance(item, Record):
                         self._write_record(db, item, owner, now)
@@ -208,7 +214,7 @@ class SQLiteStore(PredictionStore):
                         db.execute("DELETE FROM outbox WHERE id = ? AND seq = ?",
                                    (item.id, item.seq))
                     else:  # Dropped: its record (if any) goes, its id is said evicted
-                        db.execute("DELETE FROM unfinished WHERE id = ?", (item.id,))
+                        self._unfinish(db, item.id)
                         finished.drop(db, item.id)
                 finished.evict(db, bounds)
                 db.execute("COMMIT")
@@ -226,12 +232,13 @@ class SQLiteStore(PredictionStore):
                       now: float) -> None:
         """One record (an async prediction's change of stage)."""
         if item.stage is Stage.FINISHED:
-            db.execute("DELETE FROM unfinished WHERE id = ?", (item.id,))
+            self._unfinish(db, item.id)
             self._finished.append(db, [(item.id, item.kind, item.status, item.created,
                                         item.body)],
                                   now if item.finished is None else item.finished)
             return
         self._finished.remove(db, item.id)  # written again: unfinished
+        self._unfinished.add(item.id)
         row = (item.id, item.kind, item.status, item.stage, item.created, item.request,
                owner)
         if len(item.body) <= BIG_BODY:
@@ -241,6 +248,12 @@ class SQLiteStore(PredictionStore):
         rowid = db.execute("SELECT rowid FROM unfinished WHERE id = ?",
                            (item.id,)).fetchone()[0]
         write_blob(db, "unfinished", rowid, item.body)
+
+    def _unfinish(self, db: sqlite3.Connection, prediction_id: str) -> None:
+        """Its unfinished record (if any) goes."""
+        if prediction_id in self._unfinished:
+            self._unfinished.discard(prediction_id)
+            db.execute("DELETE FROM unfinished WHERE id = ?", (prediction_id,))
 
     # ------------------------------------------------------------ reading
 

@@ -10,7 +10,8 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from cogserve.http.protocol import ConnectionLimits, protocol_class
-from tests.unit.helpers import run
+
+from .helpers import run
 
 DATE = [(b"date", b"Tue, 24 Nov 2026 19:00:00 GMT")]
 POST = (b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -8,7 +8,8 @@ import random
 
 from cogserve.runtime import prediction as module
 from cogserve.runtime.prediction import Prediction, datetime_of, iso_us, now_us, us_of
-from tests.unit.helpers import run
+
+from .helpers import run
 
 UTC = datetime.UTC
 

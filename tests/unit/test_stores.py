@@ -11,6 +11,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import orjson
 import pytest
@@ -29,6 +30,7 @@ from cogserve.runtime.records import (
     Page,
     PredictionStore,
     Record,
+    Row,
     Stage,
     StoreError,
     Write,
@@ -163,13 +165,16 @@ def test_listing_is_newest_first_by_status_and_pages_without_gaps(store):
     assert ids(store.page("training", None, 10, None)) == ["t1"]
 
 
-def rows(prefix: str, count: int, *, created: float = 0.0, size: int = 0,
-         status: str = "succeeded") -> Finished:
-    """`count` finished sync predictions, as the writer hands them over."""
-    return Finished([(f"{prefix}{i:03}", "prediction", status, created + i,
-                      orjson.dumps({"id": f"{prefix}{i:03}", "status": status,
-                                    "pad": "x" * size}))
-                     for i in range(count)])
+def items(prefix: str, count: int, *, created: float = 0.0, size: int = 0,
+          status: str = "succeeded") -> list[Row]:
+    return [(f"{prefix}{i:03}", "prediction", status, created + i,
+             orjson.dumps({"id": f"{prefix}{i:03}", "status": status, "pad": "x" * size}))
+            for i in range(count)]
+
+
+def rows(prefix: str, count: int, **options: Any) -> Finished:
+    """`count` finished sync predictions, in one batch as the loop hands it over."""
+    return Finished(items(prefix, count, **options))
 
 
 def test_finished_rows_in_bulk_are_kept_bounded_and_listed_like_records(store):
@@ -191,8 +196,8 @@ def test_finished_rows_in_bulk_are_kept_bounded_and_listed_like_records(store):
 
 def test_a_finished_row_written_again_replaces_the_older_one(store):
     store.write([rec("again", Stage.RUNNING, status="processing", request=b"{}")], WIDE, "me")
-    twice = rows("x", 3)
-    twice.rows.append(twice.rows[0])  # the same id twice in one batch: the later wins
+    three = items("x", 3)
+    twice = Finished([*three, three[0]])  # the same id twice in one batch: the later wins
     ended = Finished([("again", "prediction", "succeeded", 1.0, b'{"id":"again"}')])
     store.write([ended, twice], WIDE, "me")
     store.write([rows("x", 1, status="failed")], Bounds(4, 1 << 30), "me")
@@ -205,10 +210,10 @@ def test_a_finished_row_written_again_replaces_the_older_one(store):
 
 
 def test_finished_rows_with_a_big_body_are_stored_whole(store):
-    batch = rows("b", 3)
+    some = items("b", 3)
     big = orjson.dumps({"id": "big", "pad": "y" * (3 << 20)})
-    batch.rows.insert(1, ("big", "prediction", "succeeded", 0.5, big))
-    store.write([batch], WIDE, "me")
+    some.insert(1, ("big", "prediction", "succeeded", 0.5, big))
+    store.write([Finished(some)], WIDE, "me")
     got = store.get("big")
     assert got is not None and got.body == big
     assert [store.get(f"b00{i}") is not None for i in range(3)] == [True, True, True]
@@ -522,6 +527,7 @@ def test_finished_sync_predictions_reach_the_store_as_rows_a_batch_at_a_time():
         assert [len(w.rows) for w in written] == [SYNC_BATCH, 3]
         first = written[0].rows[0]
         assert first[:3] == ("s0", "prediction", "succeeded") and type(first[2]) is str
-        assert first[3] == made[0].created_at.timestamp() and first[4] is made[0].encoded()
+        assert first[3] == made[0].created and first[4] is made[0].encoded()
+        assert written[1].rows[-1][0] == made[-1].id
 
     asyncio.run(body())
