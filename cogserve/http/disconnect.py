@@ -35,7 +35,14 @@ async def wait_or_cancel(service: Service, prediction: Prediction, receive: Rece
     ingress does, rather than sending http.disconnect): that cancels the prediction too.
     """
     try:
-        if await wait_or_disconnect(prediction, receive):
+        done = prediction.done
+        if done.done():
+            return True
+        cycle = getattr(receive, "__self__", None)
+        if type(cycle) is Cycle:  # as wait_or_disconnect would, one call fewer
+            if await _wait_on(cycle, done):
+                return True
+        elif await wait_or_disconnect(prediction, receive):
             return True
     except asyncio.CancelledError:
         if cancel:

@@ -88,6 +88,9 @@ class Metrics:
         assert self.http_duration.bounds == HTTP_BOUNDS
         # (route, method, status) -> the request counter's cell and the duration's counts
         self._request_cells: dict[tuple[str, str, int], tuple[list[float], list[float]]] = {}
+        # (kind, outcome) -> the prediction counter's cell, the run time's and queue wait's
+        self._outcome_cells: dict[tuple[str, Status],
+                                  tuple[list[float], list[float], list[float]]] = {}
         self.predictions = series.counter(
             "cogserve_predictions", "Predictions and trainings ended, by kind and outcome",
             ("kind", "outcome"))
@@ -207,13 +210,25 @@ class Metrics:
             self.setup_duration.set(fields["seconds"])
 
     def _prediction(self, prediction: Prediction) -> None:
-        kind = (prediction.kind,)
-        self.predictions.add((prediction.kind, prediction.status.value), 1)
-        if prediction.predict_time is not None:
-            self.prediction_duration.observe(kind, prediction.predict_time)
+        # the three series' cells for this kind and outcome, found once
+        cells = self._outcome_cells.get((prediction.kind, prediction.status))
+        if cells is None:
+            kind = (prediction.kind,)
+            cells = self._outcome_cells[(prediction.kind, prediction.status)] = (
+                self.predictions.cell((prediction.kind, prediction.status.value)),
+                self.prediction_duration.touch(kind), self.queue_wait.touch(kind))
+        cells[0][0] += 1
+        seconds = prediction.predict_time
+        if seconds is not None:
+            counts = cells[1]
+            counts[bisect_left(self.prediction_duration.bounds, seconds)] += 1
+            counts[-1] += seconds
         wait = prediction.queue_wait()
         if wait is not None:
-            self.queue_wait.observe(kind, max(0.0, wait))
+            wait = max(0.0, wait)
+            counts = cells[2]
+            counts[bisect_left(self.queue_wait.bounds, wait)] += 1
+            counts[-1] += wait
 
     # ------------------------------------------------------------ exposition
 

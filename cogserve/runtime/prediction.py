@@ -197,12 +197,16 @@ class Prediction:
         metrics = dict(self.metrics)
         if self.predict_time is not None:
             metrics["predict_time"] = self.predict_time
+        logs = self._logs  # `logs` and `current_output()`, without the two calls
+        status = self.status
         return {
             "id": self.id,
-            "status": self.status,
+            "status": status,
             "input": self.input,
-            "output": self.current_output(),
-            "logs": self.logs,
+            "output": None if status is Status.FAILED else
+            list(self._outputs) if self.iterator else self.output,
+            "logs": self.logs if self._log_cap is not None or len(logs) > 1 else
+            logs[0] if logs else "",
             "error": self.error,
             "metrics": metrics,
             "created_at": iso_us(self.created_us),

@@ -87,6 +87,7 @@ class Service:
         if durable is not None:
             self._predictions.record_start = durable.record_start
         self._validators: dict[Mode, InputValidator] = {}
+        self._iterators: dict[Mode, bool] = {}
         self._model: ModelInfo | None = None
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
@@ -210,6 +211,10 @@ class Service:
         if "TrainingInput" in components:
             validators[Mode.TRAIN] = InputValidator(model.schema, "TrainingInput")
         self._validators = validators
+        # whether each mode's output is an iterator (read per prediction)
+        self._iterators = {
+            mode: components.get(name, {}).get("x-cog-array-type") == "iterator"
+            for mode, name in ((Mode.PREDICT, "Output"), (Mode.TRAIN, "TrainingOutput"))}
         self._predictions.configure_batching(model.batch)
         for callback in self.on_schema:
             callback()
@@ -348,14 +353,11 @@ class Service:
         if prediction_id is None:
             prediction_id = self.new_id()
         model = self._model
-        schema = model.schema if model is not None else {}
-        output = schema.get("components", {}).get("schemas", {}).get(
-            "TrainingOutput" if mode is Mode.TRAIN else "Output", {})
         prediction = Prediction(
             prediction_id,
             self._validators[mode].redact(raw_input),
             kind="training" if mode is Mode.TRAIN else "prediction",
-            iterator=output.get("x-cog-array-type") == "iterator",
+            iterator=self._iterators.get(mode, False),
             webhook=webhook,
             webhook_events_filter=webhook_events_filter,
             output_file_prefix=output_file_prefix,
