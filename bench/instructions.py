@@ -40,6 +40,10 @@ MODEL = envs.BENCH / "models" / "noop"
 BODY = b'{"input":{"text":"hi"}}'
 _TOTAL = re.compile(rb"^(?:summary|totals): (\d+)", re.M)
 IDLE_S = 5.0  # seconds of idle counted, for the idle rate
+# the default prediction store writes finished sync predictions within a second
+# (runtime/durable.py SYNC_FLUSH): the idle rate is taken once the warm-up's are written,
+# and the measured count includes the writing of its own last ones
+SETTLE_S = 2.5
 
 
 @dataclass
@@ -64,6 +68,7 @@ def count(system: str, venv: pathlib.Path, *, warmup: int, requests: int,
                   poll=0.5, ready=lambda status, body: status == 200 and b'"READY"' in body)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         _send(conn, warmup)
+        time.sleep(SETTLE_S)
         # the server also works while idle (uvicorn's 0.1 s tick, the Date header): that
         # rate, taken first, is taken out of the measured span, which lasts as long as
         # the machine's load makes it
@@ -78,6 +83,7 @@ def count(system: str, venv: pathlib.Path, *, warmup: int, requests: int,
         _callgrind_control("--zero", proc.pid)
         began = time.monotonic()
         _send(conn, requests)
+        time.sleep(SETTLE_S)
         _callgrind_control("--dump=measured", proc.pid)
         span = time.monotonic() - began
         conn.close()
