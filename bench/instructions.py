@@ -56,6 +56,10 @@ HOLD = b'{"input":{"seconds":3600}}'  # refusal: the prediction that keeps the s
 CLIENTS = 8  # mix: concurrent clients, as in scenario 2
 _TOTAL = re.compile(rb"^(?:summary|totals): (\d+)", re.M)
 IDLE_S = 5.0  # seconds of idle counted, for the idle rate
+# the default prediction store writes finished sync predictions within a second
+# (runtime/durable.py SYNC_FLUSH): the idle rate is taken once the warm-up's are written,
+# and the measured count includes the writing of its own last ones
+SETTLE_S = 2.5
 
 
 @dataclass
@@ -87,6 +91,7 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
                   poll=0.5, ready=lambda status, body: status == 200 and b'"READY"' in body)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         _send(conn, warmup)
+        time.sleep(SETTLE_S)
         if mode == "refusal":  # the slot is held from now on
             threading.Thread(target=_hold, args=(port,), daemon=True).start()
             _wait_refused(conn)
@@ -110,6 +115,7 @@ def count(system: str, venv: pathlib.Path, mode: str, *, warmup: int, requests: 
             refused = _mix(port, requests)
         else:
             _send(conn, requests, expect)
+        time.sleep(SETTLE_S)
         _callgrind_control("--dump=measured", proc.pid)
         span = time.monotonic() - began
         conn.close()

@@ -10,10 +10,13 @@ minute, so the figure that decides is the server process's CPU per request (user
 system time of all its threads, the store's writer included, from /proc, over the
 requests wrk completed): what the store adds to each request's work, which a busy
 machine stretches far less than it stretches wall time.
+Each store's figures are also given as the median of its per-round ratios to memory
+(paired: the servers of one round ran within seconds of each other), which a drifting
+machine disturbs less than a ratio of medians.
 `--in-process` measures the two parts of that cost apart, best of 7: the event loop's
-(the listener that queues a finished sync prediction) and the writer thread's (a batch
-of 150 records, what 50 ms of scenario 1 brings, written to each store), in us of CPU
-per prediction.
+(the listener that queues a finished sync prediction) and the writer thread's (batches
+of 256 records, what a full flush brings, written to each store already at its 1,000
+bound, as a serving store is), in us of CPU per prediction.
 Run: `.venv/bin/python -m bench.store_cost [--rounds 5] [--seconds 10] [--in-process]`.
 """
 
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 from bench.loadgen import wait_http, wrk
 from bench.procs import Proc, free_port
@@ -61,9 +65,9 @@ def _ready(status: int, body: bytes) -> bool:
 def in_process(folder: pathlib.Path, redis_url: str) -> None:
     import asyncio
 
-    from cogserve.runtime.durable import Durable, record_of
+    from cogserve.runtime.durable import SYNC_BATCH, Durable
     from cogserve.runtime.prediction import Prediction
-    from cogserve.runtime.records import Bounds, PredictionStore
+    from cogserve.runtime.records import Bounds, Finished, PredictionStore, Row
     from cogserve.runtime.redis_store import RedisStore
     from cogserve.runtime.sqlite_store import SQLiteStore
     from cogserve.states import Event
@@ -75,7 +79,7 @@ def in_process(folder: pathlib.Path, redis_url: str) -> None:
         durable = Durable(store, bounds)
         await durable.start()
         predictions = []
-        for i in range(2000):
+        for i in range(SYNC_BATCH - 1):  # one batch: the listener alone, no writing
             prediction = Prediction(f"p{i}", {"text": "hi"})
             prediction.mark_started()
             prediction.succeed("hi", 0.0001)
@@ -91,31 +95,34 @@ def in_process(folder: pathlib.Path, redis_url: str) -> None:
         await durable.close()
         return best * 1e6
 
-    async def finished() -> list[Prediction]:
-        out = []
-        for i in range(150 * 8):
-            prediction = Prediction(f"r{i}", {"text": "hi"})
+    async def finished(count: int) -> list[Row]:
+        rows: list[Row] = []
+        for _ in range(count):  # ids as the server makes them: random, so is their order
+            prediction = Prediction(uuid.uuid4().hex, {"text": "hi"})
             prediction.mark_started()
             prediction.succeed("hi", 0.0001)
-            prediction.encoded()
-            out.append(prediction)
-        return out
+            rows.append((prediction.id, prediction.kind, prediction.status._value_,
+                         prediction.created, prediction.encoded()))  # as the listener
+        return rows
 
-    batch = asyncio.run(finished())
     print(f"event loop: {asyncio.run(loop_side()):.2f} us per finished sync prediction")
     stores: dict[str, PredictionStore] = {
         "sqlite": SQLiteStore(str(folder / "writer.sqlite3")),
         "redis": RedisStore(redis_url, "bench")}
+    filler = asyncio.run(finished(bounds.count + SYNC_BATCH))
     for name, store in stores.items():
+        for i in range(0, len(filler), SYNC_BATCH):  # at the bound: each row evicts one
+            store.write([Finished(filler[i:i + SYNC_BATCH])], bounds, "bench")
         best = float("inf")
         for _ in range(7):
+            rows = asyncio.run(finished(SYNC_BATCH * 4))
             start = time.thread_time()
-            for i in range(0, len(batch), 150):  # as the writer thread does
-                store.write([record_of(p) for p in batch[i:i + 150]], bounds, "bench")
-            best = min(best, (time.thread_time() - start) / len(batch))
+            for i in range(0, len(rows), SYNC_BATCH):  # as the writer thread does
+                store.write([Finished(rows[i:i + SYNC_BATCH])], bounds, "bench")
+            best = min(best, (time.thread_time() - start) / len(rows))
         store.close("bench")
         print(f"writer thread, {name}: {best * 1e6:.2f} us of CPU per prediction "
-              "(batches of 150)")
+              f"(batches of {SYNC_BATCH}, at the {bounds.count} bound)")
 
 
 def main() -> None:
@@ -178,11 +185,15 @@ def main() -> None:
         base_cpu = statistics.median(cpu["memory"])
         for name in names:
             rate, used = statistics.median(rates[name]), statistics.median(cpu[name])
+            paired_rate = [a / b for a, b in zip(rates[name], rates["memory"], strict=True)]
+            paired_cpu = [a / b for a, b in zip(cpu[name], cpu["memory"], strict=True)]
             print(f"{name:7s} server CPU per request: median {used:.1f} us "
                   f"({used / base_cpu:.3f}x memory), spread {min(cpu[name]):.0f}-"
                   f"{max(cpu[name]):.0f}; req/s median {rate:,.0f} "
                   f"({rate / base_rate:.3f}x), spread {min(rates[name]):,.0f}-"
-                  f"{max(rates[name]):,.0f}")
+                  f"{max(rates[name]):,.0f}; paired rounds: req/s "
+                  f"{statistics.median(paired_rate):.3f}x ({min(paired_rate):.2f}-"
+                  f"{max(paired_rate):.2f}), CPU {statistics.median(paired_cpu):.3f}x")
     finally:
         for _, proc in servers.values():
             proc.stop()

@@ -13,7 +13,7 @@ works and takes it back after each call, from the loop if the loop holds it then
   COMMIT), not one per prediction. (Handing SQLite the batch as one JSON text instead
   took the GIL once, but cost 14,000 more instructions a record to take apart.)
 - Rows are numbered (`n`, the rowid) in the order written; eviction takes the lowest
-  numbers: one ranged DELETE, whose ids a trigger appends to `evicted`.
+  numbers: one ranged DELETE.
 - The table has no index but its rowid. An index on the id (random entries, a b-tree
   page rewritten for each) cost ~4,300 instructions a record and a listing index 5,800
   to 11,600, against ~530,000 for a whole no-op prediction. So the ids are looked up in
@@ -22,8 +22,10 @@ works and takes it back after each call, from the loop if the loop holds it then
   count bound, 1,000 by default: a fraction of a millisecond).
 - The byte bound reads an upper bound kept here (what was written; what went is not
   taken off), made exact by one scan when it passes the bound.
-- Evicted ids are looked up in a dict too; their table is cut when twice as long as
-  needed.
+- Evicted ids are looked up in a dict too, written to the `evicted` table when the store
+  closes and read back when it opens: a server killed forgets which ids its run
+  evicted (a GET of one says it is unknown rather than evicted), where writing each
+  id as it went cost a record 3,200 instructions (15% of it).
 
 The dicts are changed by the writer thread inside its transaction and read by any
 thread (a dict lookup is atomic under the GIL); a reader goes to the file with the
@@ -37,6 +39,8 @@ import itertools
 import operator
 import sqlite3
 import time
+
+import orjson
 
 from cogserve.runtime.records import Bounds, Row
 
@@ -69,21 +73,35 @@ class FinishedRows:
         self.ids: dict[str, int] = {}  # id -> n, in the order of n
         self.evicted: dict[str, None] = {}  # at least the last EVICTED_IDS, oldest first
         self.bytes = 0  # at least the bytes of the bodies kept
-        self.evicted_rows = 0  # at least the rows of the `evicted` table
-        self.stale = True  # the dicts may not match the file: `load` before writing
+        self.stale = True  # `ids` may not match the file: `load` before writing
 
     def load(self, db: sqlite3.Connection) -> None:
+        """`ids` and `bytes` from the file (`evicted` stays: it only advises)."""
         ids: dict[str, int] = {}
         for prediction_id, n in db.execute("SELECT id, n FROM finished ORDER BY n"):
             ids.pop(prediction_id, None)  # (one row per id: the newest would win)
             ids[prediction_id] = n
         self.ids = ids
         self.bytes = int(db.execute("SELECT total(length(body)) FROM finished").fetchone()[0])
-        self.evicted_rows = db.execute("SELECT count(*) FROM evicted").fetchone()[0]
+        self.stale = False
+
+    def load_evicted(self, db: sqlite3.Connection) -> None:
         self.evicted = dict.fromkeys(row[0] for row in db.execute(
             "SELECT id FROM (SELECT n, id FROM evicted ORDER BY n DESC LIMIT ?) ORDER BY n",
             (EVICTED_IDS,)))
-        self.stale = False
+
+    def save_evicted(self, db: sqlite3.Connection) -> None:
+        """The evicted ids remembered, into the file (at close), in one transaction."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM evicted")
+            db.execute("INSERT INTO evicted (id) SELECT value FROM json_each(?) ORDER BY key",
+                       (orjson.dumps(list(self.evicted)[-EVICTED_IDS:]),))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
 
     # ------------------------------------------------------------ the writer's
 
@@ -123,21 +141,15 @@ class FinishedRows:
                 start += n
                 left -= n
 
-    def remove(self, db: sqlite3.Connection, prediction_id: str) -> bool:
-        """Its row goes (its id to `evicted`, by the trigger: harmless, as a lookup there
-        asks whether the id is kept again); False if there was none."""
+    def remove(self, db: sqlite3.Connection, prediction_id: str) -> None:
+        """Its row (if any) goes."""
         n = self.ids.pop(prediction_id, None)
-        if n is None:
-            return False
-        db.execute("DELETE FROM finished WHERE n = ?", (n,))
-        self.evicted_rows += 1
-        return True
+        if n is not None:
+            db.execute("DELETE FROM finished WHERE n = ?", (n,))
 
     def drop(self, db: sqlite3.Connection, prediction_id: str) -> None:
         """Forgotten at once, and remembered as evicted."""
-        if not self.remove(db, prediction_id):
-            db.execute("INSERT INTO evicted (id) VALUES (?)", (prediction_id,))
-            self.evicted_rows += 1
+        self.remove(db, prediction_id)
         self._forget([prediction_id])
 
     def evict(self, db: sqlite3.Connection, bounds: Bounds) -> None:
@@ -163,13 +175,8 @@ class FinishedRows:
             victims = list(itertools.islice(ids, count))
             for prediction_id in victims:
                 del ids[prediction_id]
-            db.execute("DELETE FROM finished WHERE n <= ?", (last,))  # the trigger: evicted
-            self.evicted_rows += count
+            db.execute("DELETE FROM finished WHERE n <= ?", (last,))
             self._forget(victims)
-        if self.evicted_rows > 2 * EVICTED_IDS:
-            db.execute("DELETE FROM evicted WHERE n <= (SELECT max(n) FROM evicted) - ?",
-                       (EVICTED_IDS,))
-            self.evicted_rows = EVICTED_IDS
 
     def _forget(self, ids: list[str]) -> None:
         """Remember these ids as evicted (cut in bulk, when twice as many as kept)."""

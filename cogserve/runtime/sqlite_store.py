@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import sqlite3
 import threading
@@ -46,6 +47,8 @@ from cogserve.runtime.records import (
     parse_cursor,
 )
 from cogserve.runtime.sqlite_finished import BIG_BODY, FinishedRows, write_blob
+
+log = logging.getLogger("cogserve")
 
 LAYOUT = 2  # bumped when the tables change; a newer file is refused, an older converted
 WAY_OUT = "(--store PATH chooses another file; --store memory keeps nothing on disk)"
@@ -80,12 +83,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     headers BLOB NOT NULL,
     PRIMARY KEY (id, seq)
 );
--- appended and cut in ranges only; looked up in memory (sqlite_finished.py)
+-- written when the store closes, read when it opens; looked up in memory meanwhile
 CREATE TABLE IF NOT EXISTS evicted (n INTEGER PRIMARY KEY, id TEXT NOT NULL);
--- a finished row that goes leaves its id: one DELETE evicts a range, ids and all
-CREATE TRIGGER IF NOT EXISTS finished_evicted AFTER DELETE ON finished BEGIN
-    INSERT INTO evicted (id) VALUES (old.id);
-END;
 """
 
 # layout 1 (cogserve before the finished table): its rows are copied over, the finished
@@ -177,6 +176,7 @@ class SQLiteStore(PredictionStore):
                 if db.in_transaction:
                     db.execute("ROLLBACK")
             self._finished.load(db)
+            self._finished.load_evicted(db)
             self._unfinished = {row[0] for row in db.execute("SELECT id FROM unfinished")}
             self._reader = _connect(self.path)
         except sqlite3.DatabaseError as exc:
@@ -307,6 +307,12 @@ class SQLiteStore(PredictionStore):
         pass  # the file lock says it
 
     def close(self, owner: str) -> None:
+        if self._writer is not None and not self._finished.stale:
+            try:
+                self._finished.save_evicted(self._writer)
+            except sqlite3.Error as exc:  # they only advise: the store closes all the same
+                log.warning("the prediction store %s could not keep its evicted ids: %s",
+                            self.path, exc)
         for db in (self._writer, self._reader):
             if db is not None:
                 db.close()

@@ -317,6 +317,22 @@ def test_a_file_of_layout_1_is_converted_when_opened(tmp_path):
         assert "records" not in tables and "totals" not in tables
 
 
+def test_evicted_ids_are_remembered_across_a_clean_restart(tmp_path):
+    path = str(tmp_path / "store.sqlite3")
+    store = SQLiteStore(path)
+    store.write([rows("e", 5), Dropped("e004")], Bounds(2, 1 << 30), "me")
+    gone = [True, True, False, False, True]  # the two oldest, and the one dropped
+    assert [store.was_evicted(f"e00{i}") for i in range(5)] == gone
+    store.close("me")  # they are written as it closes (a killed server forgets its run's)
+    again = SQLiteStore(path)
+    try:
+        assert [again.was_evicted(f"e00{i}") for i in range(5)] == gone
+        again.write([rows("e", 1)], Bounds(2, 1 << 30), "me")  # e000 is held again
+        assert not again.was_evicted("e000") and again.get("e000") is not None
+    finally:
+        again.close("me")
+
+
 def test_a_write_that_fails_changes_nothing_and_the_next_one_goes_through(tmp_path,
                                                                         monkeypatch):
     store = SQLiteStore(str(tmp_path / "store.sqlite3"))
