@@ -25,6 +25,7 @@ LOGS = envs.CACHE / "logs"
 COGSERVE = "cogserve"
 COGSERVE_METRICS_OFF = "cogserve-metrics-off"
 COGSERVE_ONE_WORKER = "cogserve-one-worker"
+COGSERVE_STORE_MEMORY = "cogserve-store-memory"
 BASELINE = "baseline"  # cogserve at --baseline REF: started exactly as cogserve is
 COGSERVE_UNBATCHED = "cogserve-unbatched"  # the batching scenario's model without @batch
 REFERENCE = "reference"
@@ -45,6 +46,8 @@ class Variant:
 VARIANTS = {
     # scenario 1: what Prometheus metrics cost (issue 15: within 5%)
     COGSERVE_METRICS_OFF: Variant(env={"COGSERVE_METRICS": "0"}),
+    # scenario 1: what the default prediction store costs (issue 27: within 3%)
+    COGSERVE_STORE_MEMORY: Variant(args=("--store", "memory")),
     # scenario 9: what a second worker adds (issue 14: cogserve there runs --workers 2)
     COGSERVE_ONE_WORKER: Variant(args=("--workers", "1", "--queue-size", "64")),
     COGSERVE_UNBATCHED: Variant(args=("--queue-size", "64")),
@@ -121,6 +124,9 @@ def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, s
     if system in OURS or variant is not None:
         assert model is not None
         env.setdefault("LOG_FORMAT", "console")
+        # the default prediction store's files (one per model folder and port) go under
+        # the bench's cache, not the user's ~/.local/state
+        env.setdefault("COGSERVE_STATE_DIR", str(envs.CACHE / "state"))
         if variant is not None:
             env.update(variant.env)
             args += variant.args
