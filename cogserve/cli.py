@@ -327,17 +327,17 @@ async def _serve_async(runtime: Runtime, args: argparse.Namespace) -> None:
         log.error("the server could not start: %s", exc)
         await service.stop()
         raise SystemExit(1) from None
+    uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
+        env_text("COG_LOG_LEVEL").upper(), "warning")
     try:
         from cogserve.http import server
 
         app = assembly.build_app(runtime, max_body=args.max_body_bytes, on_shutdown=stop.set)
-    except BaseException:
-        await service.stop()
+        await server.serve(app, service, stop, args.host, args.port, log_level=uvicorn_level,
+                           reload=args.reload)
+    except BaseException:  # e.g. a bad COGSERVE_MAX_HEADERS: the worker is stopped too
+        await service.stop()  # (after `serve` stopped it, a second stop does nothing)
         raise
-    uvicorn_level = {"DEBUG": "debug", "WARNING": "warning", "ERROR": "error"}.get(
-        env_text("COG_LOG_LEVEL").upper(), "warning")
-    await server.serve(app, service, stop, args.host, args.port, log_level=uvicorn_level,
-                       reload=args.reload)
 
 
 def _handle_signals(service: Service, stop: asyncio.Event,
