@@ -2,7 +2,7 @@
 features, V2 and the playground.
 
 In two steps, so `serve` can start the worker before the HTTP stack is imported (that
-import and the app's assembly, ~0.15 s, then overlap the worker's own start):
+import and the app's assembly, ~45 ms, then overlap the worker's own start):
 `build_service` makes the runtime side (the Service, its webhook senders, the store's
 recovery, the metrics' subscription to runtime events, which must see the first worker
 start) and imports nothing of `cogserve.http`; `build_app` makes the ASGI app around it.
