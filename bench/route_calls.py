@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cogserve.assembly import build_app
+from cogserve.assembly import build_app, wire
 from cogserve.config import ModelConfig
 from cogserve.http.cog_routes import CogRoutes
 from cogserve.runtime.events import RuntimeEvent
@@ -46,7 +46,7 @@ async def main(count: int) -> None:
     folder = Path(tempfile.mkdtemp())
     service = Service(ModelConfig(directory=folder, predict_ref="run.py:Runner",
                                   train_ref="train.py:train"), Settings())
-    app = build_app(service, max_body=1024, on_shutdown=lambda: None)
+    app = build_app(wire(service), max_body=1024, on_shutdown=lambda: None)
     service.events.emit(RuntimeEvent.WORKER_STARTED, restart=False)  # the metrics registry
 
     async def send(message: Any) -> None:

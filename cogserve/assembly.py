@@ -1,6 +1,13 @@
 """Assemble the server: the Service, and the app with Cog's routes, their optional
 features, V2 and the playground.
 
+In two steps, so `serve` can start the worker before the HTTP stack is imported (that
+import and the app's assembly, ~45 ms, then overlap the worker's own start):
+`build_service` makes the runtime side (the Service, its webhook senders, the store's
+recovery, the metrics' subscription to runtime events, which must see the first worker
+start) and imports nothing of `cogserve.http`; `build_app` makes the ASGI app around it.
+`build` does both, for callers that start the service from the app's lifespan.
+
 Each feature lives in its own module and is wired in here, explicitly, when the app
 is built, so `http/app.py` stays a router and the hot path pays nothing for features a
 request does not use (a prediction without a webhook gets no sender; a model that
@@ -12,20 +19,31 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cogserve import observability
 from cogserve.config import ModelConfig
-from cogserve.http.app import App
-from cogserve.http.asgi import ASGIApp
-from cogserve.http.cog_routes import CogRoutes
+from cogserve.runtime import webhooks
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import ObservabilityOptions, Settings
 
 if TYPE_CHECKING:
+    from cogserve.http.app import App
+    from cogserve.http.asgi import ASGIApp
     from cogserve.runtime.durable import Durable
 
 WEBHOOK_DRAIN_SECONDS = 10.0
 DEFAULT_MAX_BODY = 128 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The service and what `build_service` wired to it that the app needs too."""
+
+    service: Service
+    webhooks: webhooks.Webhooks
+    metrics: observability.MetricsFeed | None  # None: --no-metrics
 
 
 def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_BODY
@@ -33,10 +51,15 @@ def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_B
     """The service, its app, and the event that asks the server to shut down. The
     prediction store (`settings.store`) is opened here: one that cannot be used raises
     `StoreError` before anything starts."""
-    service = Service(config, settings, durable=open_durable(config, settings))
+    runtime = build_service(config, settings)
     stop = asyncio.Event()
-    app = build_app(service, max_body=max_body, on_shutdown=stop.set)
-    return app, service, stop
+    app = build_app(runtime, max_body=max_body, on_shutdown=stop.set)
+    return app, runtime.service, stop
+
+
+def build_service(config: ModelConfig, settings: Settings) -> Runtime:
+    """The service, not started, wired (`wire`); the store is opened as in `build`."""
+    return wire(Service(config, settings, durable=open_durable(config, settings)))
 
 
 def open_durable(config: ModelConfig, settings: Settings) -> Durable | None:
@@ -54,12 +77,10 @@ def open_durable(config: ModelConfig, settings: Settings) -> Durable | None:
                                  settings.recent_age), settings.store_lease)
 
 
-def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None]) -> App:
-    """The ASGI app for `service`: routes, features and mounts, all passed in."""
-    from cogserve.http import security, sse
-    from cogserve.runtime import webhooks
-    from cogserve.v2.routes import V2Routes
-
+def wire(service: Service) -> Runtime:
+    """What the runtime needs before `Service.start`: the webhook senders, the store's
+    recovery (an `on_start` hook) and the metrics' subscription to runtime events (the
+    first worker start and setup are counted only if it comes first)."""
     # webhooks: only requests that name one get a sender; queued deliveries get
     # WEBHOOK_DRAIN_SECONDS to finish on a graceful shutdown
     senders = webhooks.Webhooks(webhooks.WebhookConfig.from_env(), service.resolver,
@@ -69,8 +90,22 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
         from cogserve.runtime.recovery import Recovery
 
         service.on_start.append(Recovery(service, service.durable, senders).start)
+    metrics = observability.metrics_feed(
+        service, service.settings.observability or ObservabilityOptions())
+    return Runtime(service, senders, metrics)
+
+
+def build_app(runtime: Runtime, *, max_body: int, on_shutdown: Callable[[], None]) -> App:
+    """The ASGI app for `runtime`'s service: routes, features and mounts, all passed in.
+    The HTTP stack (uvicorn's protocol included) is imported here, not before."""
+    from cogserve.http import security, sse
+    from cogserve.http.app import App
+    from cogserve.http.cog_routes import CogRoutes
+    from cogserve.v2.routes import V2Routes
+
+    service = runtime.service
     cog = CogRoutes(service, max_body, on_shutdown,
-                    webhook_listener=senders.listener,
+                    webhook_listener=runtime.webhooks.listener,
                     # `Accept: text/event-stream` on /predictions (streaming models; others 406)
                     sse_handler=sse.handler(service))
     # access control: the bearer token and the /shutdown switch
@@ -95,10 +130,7 @@ def build_app(service: Service, *, max_body: int, on_shutdown: Callable[[], None
                         *(playground.ASSET_PREFIX + name for name in page.assets))
     # metrics (/metrics), the access log and, when asked for, OpenTelemetry traces: an
     # observer around the app's request handling
-    from cogserve import observability
-
-    watch = observability.build(
-        service, service.settings.observability or ObservabilityOptions())
+    watch = observability.build(service, runtime.metrics)
     routes.update(watch.routes)
     return App(service, cog, routes=routes, mounts=mounts, guard=guard,
                observer=watch.observer)

@@ -3,7 +3,8 @@
 SIGTERM (unless --await-explicit-shutdown) and POST /shutdown both stop taking new
 predictions, let in-flight ones finish, stop the worker, and exit 0. uvicorn's own
 signal handling is replaced because it would drop async predictions that have no open
-connection.
+connection: `cogserve.cli` installs the handlers, before the worker starts and before this
+module (and uvicorn) is imported, so a signal then stops the server as one later does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 from collections.abc import Generator
 from typing import Any
 
@@ -37,7 +37,7 @@ logging.getLogger("uvicorn.error").addFilter(_not_advice_to_install_websockets)
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
-        yield  # signals are installed by `serve` below
+        yield  # signals are handled by `cogserve.cli` (see the module's docstring)
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
@@ -58,9 +58,9 @@ async def _announce_ready(service: Service) -> None:
 
 
 async def serve(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, port: int,
-                await_explicit_shutdown: bool = False, log_level: str = "warning",
-                reload: bool = False) -> None:
-    """Serve `app` until `stop` is set (POST /shutdown) or a signal asks to stop."""
+                log_level: str = "warning", reload: bool = False) -> None:
+    """Serve `app` until `stop` is set (POST /shutdown, or a signal: see the module's
+    docstring), then stop the service."""
     uv_config = uvicorn.Config(
         # ws="none": no route speaks WebSocket, and uvicorn's "auto" imported the websockets
         # package at every start (~13 ms of a ~290 ms cold start)
@@ -71,24 +71,6 @@ async def serve(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, 
     )
     server = _Server(uv_config)
     loop = asyncio.get_running_loop()
-
-    def on_sigterm() -> None:
-        if await_explicit_shutdown:
-            log.info("SIGTERM ignored: waiting for POST /shutdown (--await-explicit-shutdown)")
-            return
-        stop.set()
-
-    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-    def on_sigint() -> None:
-        # the first Ctrl-C drains in-flight predictions, as SIGTERM does; the worker has its
-        # own process group and does not see the key. A second one ends the worker, so
-        # those predictions fail at once ("the worker process was killed by SIGKILL").
-        if stop.is_set():
-            log.warning("second interrupt: stopping the workers without waiting")
-            service.kill_workers()
-        stop.set()
-
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
 
     async def shutdown_when_asked() -> None:
         await stop.wait()
@@ -114,12 +96,3 @@ async def serve(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, 
         if server.started is False and not stop.is_set():
             raise SystemExit(1)
 
-
-def run(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, port: int,
-        **kwargs: Any) -> None:
-    try:
-        import uvloop
-
-        uvloop.run(serve(app, service, stop, host, port, **kwargs))
-    except ImportError:  # pragma: no cover - uvloop is a dependency, but optional on some OSes
-        asyncio.run(serve(app, service, stop, host, port, **kwargs))

@@ -1,8 +1,10 @@
 """Metrics, access logs and traces for `cogserve serve`: what an operator watches.
 
-`build` makes the `RequestObserver` the app's request handling goes through and, unless
-metrics are off, the Prometheus feed (`metrics.py`) with its `GET /metrics` route (or a
-port of its own); `assembly.build_app` passes both to the `App`. Nothing here is
+`metrics_feed` subscribes the Prometheus feed (`metrics.py`) to runtime events before the
+service starts (`assembly.wire`), unless metrics are off; `build` makes the
+`RequestObserver` the app's request handling goes through, counted by that feed, and the
+feed's `GET /metrics` route (or it has a port of its own); `assembly.build_app` passes both
+to the `App`. Nothing here is
 imported by the worker or by the runtime.
 """
 
@@ -31,7 +33,22 @@ class Observability:
     routes: dict[str, dict[str, Handler]]
 
 
-def build(service: Service, options: ObservabilityOptions) -> Observability:
+def metrics_feed(service: Service, options: ObservabilityOptions) -> MetricsFeed | None:
+    """The metrics' subscription to runtime events (None: metrics are off). Made before
+    the service starts, so the first worker start and setup are counted; it imports
+    nothing of the HTTP stack, which `serve` imports while the worker starts."""
+    if not options.metrics:
+        return None
+    feed = MetricsFeed(service, options)
+    service.events.subscribe(feed, MetricsFeed.EVENTS)
+    if options.metrics_port is not None:
+        service.on_drain.append(feed.close_port)
+    return feed
+
+
+def build(service: Service, feed: MetricsFeed | None) -> Observability:
+    """The observer around the app's requests (with traces when asked for), counted by
+    `feed`, and its route."""
     from cogserve import spans
     from cogserve.observability.requests import RequestObserver
 
@@ -42,13 +59,10 @@ def build(service: Service, options: ObservabilityOptions) -> Observability:
 
         observer.tracing = Tracing(service)
         service.on_drain.append(_flush_spans)
-    if options.metrics:
-        feed = MetricsFeed(service, observer, options)
-        service.events.subscribe(feed, MetricsFeed.EVENTS)
-        if options.metrics_port is None:
+    if feed is not None:
+        feed.attach(observer)
+        if feed.options.metrics_port is None:
             routes["/metrics"] = {"GET": feed.endpoint}
-        else:
-            service.on_drain.append(feed.close_port)
     return Observability(observer, routes)
 
 
@@ -67,10 +81,9 @@ class MetricsFeed:
               RuntimeEvent.BATCH_FORMED, RuntimeEvent.WEBHOOK_ATTEMPT, RuntimeEvent.UPLOAD,
               RuntimeEvent.DOWNLOADS, RuntimeEvent.SSE_CLIENT, RuntimeEvent.V2_INFERENCE)
 
-    def __init__(self, service: Service, observer: RequestObserver,
-                 options: ObservabilityOptions) -> None:
+    def __init__(self, service: Service, options: ObservabilityOptions) -> None:
         self.service = service
-        self.observer = observer
+        self.observer: RequestObserver | None = None  # the app's, once it is built
         self.options = options
         self.metrics: Metrics | None = None
         self.port_server: Any = None  # the separate port's WSGI server
@@ -86,13 +99,21 @@ class MetricsFeed:
     def _build(self) -> None:
         from cogserve.observability.metrics import Metrics
 
-        self.metrics = self.observer.metrics = Metrics(self.service)
+        self.metrics = Metrics(self.service)
+        if self.observer is not None:
+            self.observer.metrics = self.metrics
         if self.options.metrics_port is not None:
             from prometheus_client import start_http_server
 
             self.port_server, _ = start_http_server(
                 self.options.metrics_port, self.options.metrics_host,
                 registry=self.metrics.registry)
+
+    def attach(self, observer: RequestObserver) -> None:
+        """The app's observer counts requests in these metrics, once they are built (the
+        worker may have started before the app was)."""
+        self.observer = observer
+        observer.metrics = self.metrics
 
     async def endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         """GET /metrics on the API port."""

@@ -94,6 +94,7 @@ class Service:
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
         # awaited when the server starts, before the workers (the store's recovery)
         self.on_start: list[Callable[[], Awaitable[None]]] = []
+        self._started = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -106,6 +107,13 @@ class Service:
         return self._workers.shutting_down
 
     async def start(self) -> None:
+        """Run the on_start hooks, then start the workers; once: a second call does
+        nothing. `serve` starts the service before it imports the HTTP stack (the worker
+        boots meanwhile), then the app's lifespan calls this again; other callers (Ray,
+        tests) start it from the lifespan alone."""
+        if self._started:
+            return
+        self._started = True
         for hook in self.on_start:
             await hook()
         await self._workers.start()

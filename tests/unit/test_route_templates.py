@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cogserve.assembly import build_app
+from cogserve.assembly import build_app, wire
 from cogserve.config import ModelConfig
 from cogserve.http.app import App
 from cogserve.runtime.service import Service
@@ -20,7 +20,7 @@ def app(tmp_path: pathlib.Path) -> Iterator[App]:
     config = ModelConfig(directory=tmp_path, predict_ref="run.py:Runner",
                          train_ref="train.py:train")
     service = Service(config, Settings())
-    app = build_app(service, max_body=1024, on_shutdown=lambda: None)
+    app = build_app(wire(service), max_body=1024, on_shutdown=lambda: None)
     yield app
     shutil.rmtree(service.tmp_root, ignore_errors=True)
 
