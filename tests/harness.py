@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import random
 import shutil
 import signal
 import socket
@@ -44,15 +45,36 @@ def claim_port(port: int) -> bool:
     return True
 
 
+def _listening_ports() -> range:
+    """Ports the kernel never gives an outgoing connection: those below (or above) the
+    ephemeral range. A port taken from the ephemeral range (bind to port 0) is free when
+    it is picked, but before its server binds it a client socket of another test may be
+    given it as its local port, and the server's bind then fails with "address already
+    in use" (seen: a module's fixture server, once in a run of 1,248 tests)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(part) for part in f.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    # from 20000: Ray's workers listen on 10002-19999 (its default worker port range)
+    return range(20000, low) if low - 20000 >= 4096 else range(high + 1, 65536)
+
+
+_PORTS = _listening_ports()
+
+
 def free_port() -> int:
-    """A port free now and never handed out before in this run: the kernel may offer a port
-    again as soon as it is closed, before the server it was meant for binds it, so two
-    servers started together (by one process or by two of pytest-xdist's workers) could
-    otherwise get the same port (and the loser's health wait would talk to the winner)."""
+    """A port free now, outside the ephemeral range, and never handed out before in this
+    run: two servers started together (by one process or by two of pytest-xdist's
+    workers) never get the same port, and no client socket takes it before its server
+    binds it (`_listening_ports`)."""
     while True:
+        port = random.choice(_PORTS)
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port: int = s.getsockname()[1]
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # someone else's listener
+                continue
         if claim_port(port):
             return port
 
