@@ -2,7 +2,7 @@
 
 - unset or `memory`: no store; finished predictions are kept in memory only
   (`runtime/store.py`). The default while a SQLite store costs scenario 1 more than the
-  3% it is allowed (measured 0.915x: bench/FINDINGS.md), so a server that does not ask
+  3% it is allowed (measured 0.94x: bench/FINDINGS.md), so a server that does not ask
   for durability pays nothing for it;
 - `sqlite`: SQLite in the state folder (`envvars.env_state_root()/predictions`), one file
   per model folder and port, so a server restarted the same way finds its store and
