@@ -46,6 +46,7 @@ _MICROSECOND = datetime.timedelta(microseconds=1)
 # Python 3.11), once per streamed token, log line and metric
 _START, _LOG, _OUTPUT, _METRIC, _COMPLETED = (
     Event.START, Event.LOG, Event.OUTPUT, Event.METRIC, Event.COMPLETED)
+_STARTING, _PROCESSING = Status.STARTING, Status.PROCESSING
 _second: tuple[int, str] = (-1, "")  # the last second formatted: (seconds, "YYYY-MM-DDTHH:MM:SS")
 
 
@@ -251,8 +252,8 @@ class Prediction:
 
     def mark_processing(self) -> None:
         """The worker reported something: it is running (no event, as in Cog)."""
-        if self.status is Status.STARTING:
-            self.status = Status.PROCESSING
+        if self.status is _STARTING:
+            self.status = _PROCESSING
 
     def request_cancel(self) -> bool:
         """Note a cancel; False if one was requested already."""

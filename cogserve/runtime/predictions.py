@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cogserve")
 
+# looked up once (an enum member through its class is ~75 ns on Python 3.11)
+_LOG, _OUTPUT, _METRIC = FromWorker.LOG, FromWorker.OUTPUT, FromWorker.METRIC
+
 
 # a queued prediction about to start -> the future of its start's write, or None
 StartRecorder = Callable[[Prediction], "concurrent.futures.Future[None] | None"]
@@ -330,11 +333,11 @@ class Predictions:
             return
         prediction.mark_processing()
         kind = message[protocol.KIND]
-        if kind == FromWorker.LOG:
-            prediction.append_log(message["source"], message["data"])
-        elif kind == FromWorker.OUTPUT:
+        if kind == _LOG:  # a frame per log line and streamed token: constants, not
+            prediction.append_log(message["source"], message["data"])  # FromWorker.X
+        elif kind == _OUTPUT:
             prediction.append_output(message["output"])
-        elif kind == FromWorker.METRIC:
+        elif kind == _METRIC:
             prediction.record_metric(message["name"], message["value"], message["mode"])
         else:  # a terminal frame: done | failed | cancelled
             if protocol.DOWNLOADS in message:  # file inputs the worker fetched
