@@ -317,6 +317,63 @@ def test_a_file_of_layout_1_is_converted_when_opened(tmp_path):
         assert "records" not in tables and "totals" not in tables
 
 
+LAYOUT_2 = """
+CREATE TABLE unfinished (id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL,
+    stage TEXT NOT NULL, created REAL NOT NULL, request BLOB, owner TEXT NOT NULL,
+    body BLOB NOT NULL);
+CREATE TABLE finished (n INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL,
+    status TEXT NOT NULL, created REAL NOT NULL, finished REAL NOT NULL, body BLOB NOT NULL);
+CREATE TABLE outbox (id TEXT NOT NULL, seq INTEGER NOT NULL, delivery TEXT NOT NULL,
+    url TEXT NOT NULL, body BLOB NOT NULL, headers BLOB NOT NULL, PRIMARY KEY (id, seq));
+CREATE TABLE evicted (n INTEGER PRIMARY KEY, id TEXT NOT NULL);
+INSERT INTO finished (id, kind, status, created, finished, body) VALUES
+    ('a', 'prediction', 'succeeded', 1.0, 5.0, CAST('{"id":"a"}' AS BLOB)),
+    ('b', 'training', 'failed', 2.0, 5.0, CAST('{"id":"b"}' AS BLOB)),
+    ('c', 'prediction', 'failed', 3.0, 6.0, CAST('{"id":"c"}' AS BLOB));
+INSERT INTO unfinished VALUES ('waiting', 'prediction', 'starting', 'queued', 4.0,
+    CAST('{"input":1}' AS BLOB), 'old', CAST('{"id":"waiting"}' AS BLOB));
+INSERT INTO evicted (id) VALUES ('gone');
+PRAGMA user_version = 2;
+"""
+
+
+def test_a_file_of_layout_2_is_converted_when_opened(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    big = orjson.dumps({"id": "big", "pad": "z" * (2 << 20)})
+    with sqlite3.connect(path) as db:
+        db.executescript(LAYOUT_2)
+        db.execute("INSERT INTO finished (id, kind, status, created, finished, body) "
+                   "VALUES ('big', 'prediction', 'succeeded', 3.5, 7.0, ?)", (big,))
+    store = SQLiteStore(str(path))
+    try:
+        assert [r.id for r in store.claim("me").records] == ["waiting"]
+        got = store.get("b")
+        assert got is not None and (got.kind, got.status, got.created, got.finished,
+                                    got.body) == ("training", "failed", 2.0, 5.0,
+                                                  b'{"id":"b"}')
+        got = store.get("big")
+        assert got is not None and got.body == big and got.finished == 7.0
+        assert store.was_evicted("gone") and not store.was_evicted("a")
+        assert ids(store.page("prediction", None, 10, None)) == ["waiting", "big", "c", "a"]
+        assert ids(store.page("prediction", "failed", 10, None)) == ["c"]
+        # the oldest written go first: a, then b (a batch then), then c
+        store.write([rows("n", 1)], Bounds(4, 1 << 30), "me")
+        assert [store.get(i) is not None for i in "abc"] == [False, True, True]
+        assert store.was_evicted("a")
+    finally:
+        store.close("me")
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.LAYOUT
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        assert "finished_2" not in tables
+    again = SQLiteStore(str(path))  # and read back as written
+    try:
+        assert [again.get(i) is not None for i in ("a", "b", "c", "big", "n000")] == [
+            False, True, True, True, True]
+    finally:
+        again.close("me")
+
+
 def test_evicted_ids_are_remembered_across_a_clean_restart(tmp_path):
     path = str(tmp_path / "store.sqlite3")
     store = SQLiteStore(path)
@@ -327,6 +384,8 @@ def test_evicted_ids_are_remembered_across_a_clean_restart(tmp_path):
     again = SQLiteStore(path)
     try:
         assert [again.was_evicted(f"e00{i}") for i in range(5)] == gone
+        # one row held all five: its evicted first two and its dropped one stay gone
+        assert [again.get(f"e00{i}") is None for i in range(5)] == gone
         again.write([rows("e", 1)], Bounds(2, 1 << 30), "me")  # e000 is held again
         assert not again.was_evicted("e000") and again.get("e000") is not None
     finally:
