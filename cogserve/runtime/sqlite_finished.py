@@ -8,7 +8,8 @@ and on a CPU-bound machine every instruction it runs is taken from the event loo
 is the GIL it holds while its Python runs. So:
 
 - A batch of finished sync predictions (`records.Finished`, up to 256) is one row of the
-  `finished` table: its ids (a JSON array), kinds and statuses (newline-joined), creation
+  `finished` table: its ids (a JSON array), kinds and statuses (newline-joined, or one
+  value when all are the same), creation
   times and the ends of its bodies (packed doubles and 64-bit integers), and the bodies
   one after another in one blob: one INSERT with seven values, each made by one C call
   over the batch, with no Python per prediction. A row per prediction (a multi-row
@@ -72,8 +73,8 @@ CREATE TABLE IF NOT EXISTS finished (
     n INTEGER PRIMARY KEY AUTOINCREMENT,  -- a batch, in the order written
     finished REAL NOT NULL,  -- when its predictions finished (written), for the age bound
     ids TEXT NOT NULL,  -- a JSON array
-    kinds TEXT NOT NULL,  -- newline-joined
-    statuses TEXT NOT NULL,  -- newline-joined
+    kinds TEXT NOT NULL,  -- newline-joined, or one for all
+    statuses TEXT NOT NULL,  -- newline-joined, or one for all
     created BLOB NOT NULL,  -- little-endian doubles
     ends BLOB NOT NULL,  -- little-endian int64s: where each body ends in `bodies`
     bodies BLOB NOT NULL  -- last: a zeroblob stays unexpanded only as a row's last column
@@ -95,6 +96,22 @@ Location = tuple[int, int]  # (n, position)
 
 def _ends(blob: bytes) -> tuple[int, ...]:
     return struct.unpack(f"<{len(blob) // 8}q", blob)
+
+
+def _each(column: str, count: int) -> list[str]:
+    return column.split("\n") if "\n" in column else [column] * count
+
+
+def _column(values: Sequence[str]) -> str:
+    """Newline-joined; one value alone when they are all the same (most batches)."""
+    first = values[0]
+    return first if values.count(first) == len(values) else "\n".join(values)
+
+
+def _at(column: str, pos: int) -> str:
+    if "\n" not in column:
+        return column
+    return column.split("\n")[pos]
 
 
 class FinishedRows:
@@ -154,46 +171,44 @@ class FinishedRows:
         if not rows:
             return
         new, kinds, statuses, created, bodies = zip(*rows, strict=True)
-        sizes = list(map(len, bodies))
-        self.bytes += sum(sizes)
-        ids = self.ids
-        if ids.keys().isdisjoint(new) and len(set(new)) == len(new) and max(sizes) <= BIG_BODY:
-            n = self._insert(db, finished, new, kinds, statuses, created, sizes, bodies)
-            ids.update(zip(new, zip(itertools.repeat(n), range(len(new))), strict=True))
+        joined = b"".join(bodies)
+        self.bytes += len(joined)
+        if len(joined) <= BIG_BODY or max(map(len, bodies)) <= BIG_BODY:
+            self._insert(db, finished, new, kinds, statuses, created, bodies, joined)
             return
-        # rare: an id written again, or a big body (a row of its own)
-        for prediction_id in new:
-            ids.pop(prediction_id, None)  # (a newer position replaces it: nothing to keep)
-        start = 0
+        start = 0  # rare: a big body is a row of its own, written in place
         while start < len(rows):
             end = start + 1
-            if sizes[start] <= BIG_BODY:
-                while end < len(rows) and sizes[end] <= BIG_BODY:
+            if len(bodies[start]) <= BIG_BODY:
+                while end < len(rows) and len(bodies[end]) <= BIG_BODY:
                     end += 1
             part = slice(start, end)
-            n = self._insert(db, finished, new[part], kinds[part], statuses[part],
-                             created[part], sizes[part], bodies[part])
-            for pos, prediction_id in enumerate(new[part]):
-                ids.pop(prediction_id, None)  # (twice in one batch: the later wins)
-                ids[prediction_id] = (n, pos)
+            self._insert(db, finished, new[part], kinds[part], statuses[part], created[part],
+                         bodies[part], None)
             start = end
 
     def _insert(self, db: sqlite3.Connection, finished: float, new: Sequence[str],
                 kinds: Sequence[str], statuses: Sequence[str], created: Sequence[float],
-                sizes: list[int], bodies: Sequence[bytes]) -> int:
-        """One row; its number."""
+                bodies: Sequence[bytes], joined: bytes | None) -> None:
+        """One row (`joined`: the bodies joined; None: one big body), its ids in `ids`."""
         count = len(new)
-        ends = struct.pack(f"<{count}q", *itertools.accumulate(sizes))
-        values = (finished, orjson.dumps(new).decode(), "\n".join(kinds), "\n".join(statuses),
-                  struct.pack(f"<{count}d", *created), ends)
-        if count == 1 and sizes[0] > BIG_BODY:
-            n = db.execute(_INSERT_BIG, (*values, sizes[0])).lastrowid
+        values = (finished, orjson.dumps(new).decode(), _column(kinds), _column(statuses),
+                  struct.pack(f"<{count}d", *created),
+                  struct.pack(f"<{count}q", *itertools.accumulate(map(len, bodies))))
+        if joined is None:
+            n = db.execute(_INSERT_BIG, (*values, len(bodies[0]))).lastrowid
             assert n is not None
             write_blob(db, "finished", "bodies", n, bodies[0])
-            return n
-        n = db.execute(_INSERT_SMALL, (*values, b"".join(bodies))).lastrowid
-        assert n is not None
-        return n
+        else:
+            n = db.execute(_INSERT_SMALL, (*values, joined)).lastrowid
+            assert n is not None
+        ids = self.ids
+        before = len(ids)
+        ids.update(zip(new, zip(itertools.repeat(n), range(count)), strict=True))
+        if len(ids) != before + count:  # rare: an id held already, or twice in the batch:
+            for pos, prediction_id in enumerate(new):  # its newest position, in order
+                ids.pop(prediction_id, None)
+                ids[prediction_id] = (n, pos)
 
     def remove(self, db: sqlite3.Connection, prediction_id: str) -> None:
         """Its position (if any) is forgotten (and stays so in the file)."""
@@ -265,7 +280,7 @@ class FinishedRows:
         if pos >= len(listed) or listed[pos] != prediction_id:
             return None
         start, end = (_ends(ends[8 * pos - 8:8 * pos + 8]) if pos else (0, *_ends(ends[:8])))
-        return (kinds.split("\n")[pos], statuses.split("\n")[pos],
+        return (_at(kinds, pos), _at(statuses, pos),
                 struct.unpack_from("<d", created, 8 * pos)[0],
                 read_blob(db, "finished", "bodies", n, start, end - start), finished)
 
@@ -280,7 +295,7 @@ class FinishedRows:
             listed = orjson.loads(row_ids)
             stops = (0, *_ends(ends))
             for pos, (prediction_id, its_kind, its_status, its_created) in enumerate(zip(
-                    listed, kinds.split("\n"), statuses.split("\n"),
+                    listed, _each(kinds, len(listed)), _each(statuses, len(listed)),
                     struct.unpack(f"<{len(listed)}d", created), strict=True)):
                 if (its_kind != kind or (status is not None and its_status != status)
                         or (after is not None and (its_created, prediction_id) >= after)
