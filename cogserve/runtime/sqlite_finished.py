@@ -9,14 +9,16 @@ is the GIL it holds while its Python runs. So:
 
 - A batch of finished sync predictions (`records.Finished`, up to 256) is one row of the
   `finished` table: its ids (a JSON array), kinds and statuses (newline-joined, or one
-  value when all are the same), creation
-  times and the ends of its bodies (packed doubles and 64-bit integers), and the bodies
-  one after another in one blob: one INSERT with seven values, each made by one C call
-  over the batch, with no Python per prediction. A row per prediction (a multi-row
-  INSERT per 64, binding five values each, and a DELETE of one evicted row per new one
-  at the count bound) cost ~17,400 instructions and ~2.9 us of the writer's CPU per
-  prediction (batches of 256 at the 1,000 bound); a row per batch costs ~7,600 and
-  ~1.7 us (`python -m bench.store_cost --in-process`, callgrind).
+  value when all are the same), creation times and the ends of its bodies (packed
+  doubles and 64-bit integers), and the bodies one after another in one blob: one
+  INSERT of seven values, each made by a C call over the batch, no Python per
+  prediction. A row per prediction (a multi-row INSERT per 64, five values bound each,
+  and at the count bound a DELETE of one evicted row per new one) cost the writer
+  17,400-18,100 instructions and 2.6-2.9 us of CPU per prediction; a row per batch
+  costs 5,800 and 1.3-1.7 us, most of it now the commit's WAL writes (27 frames of 4
+  KiB for 256 predictions, two `pwrite` calls each; batches of 256 at the 1,000 bound:
+  callgrind, and `python -m bench.store_cost --in-process`). Freed pages are not zeroed
+  (`sqlite_store._connect`): that wrote 53 frames a commit.
 - Rows are numbered (`n`, AUTOINCREMENT: never reused) in the order written. The ids
   are looked up in a dict (id -> (n, position), in that order), read from the file at
   open and kept by the writer, the file's only one (`flock`). Eviction takes the
@@ -29,8 +31,8 @@ is the GIL it holds while its Python runs. So:
   a newer one (written again unfinished, or dropped: seldom) leaves its position in
   `finished_gone`, which open skips.
 - GET reads the row's small columns and the body's slice of the blob (blob I/O, not the
-  whole blob); a listing page reads every row's small columns and filters and sorts in
-  Python (as many as the count bound, 1,000 by default: about a millisecond).
+  whole blob: 17 us); a listing page reads every row's small columns and filters and
+  sorts in Python (as many as the count bound; at 1,000: 0.2-0.6 ms a page of 100).
 - A body over `BIG_BODY` is a row of its own, written in place (a zeroblob, then blob
   I/O).
 - The byte bound reads an upper bound kept here (what was written; what went is not

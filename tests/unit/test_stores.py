@@ -194,6 +194,19 @@ def test_finished_rows_in_bulk_are_kept_bounded_and_listed_like_records(store):
     assert store.get("s050") is None and store.get("s051") is not None
 
 
+def test_finished_rows_in_bulk_are_bounded_by_bytes_and_age_one_by_one(store):
+    batch = rows("y", 10, size=100)
+    size = len(batch.rows[0][4])
+    store.write([batch], Bounds(100, 3 * size + 10), "me")  # one batch, cut within it
+    assert [store.get(f"y00{i}") is not None for i in range(10)] == [False] * 7 + [True] * 3
+    assert store.was_evicted("y006") and not store.was_evicted("y007")
+    store.write([rows("z", 2, size=100)], Bounds(100, 3 * size + 10), "me")
+    assert [store.get(i) is not None for i in ("y008", "y009", "z000", "z001")] == [
+        False, True, True, True]
+    store.write([rows("w", 1)], Bounds(100, 1 << 30, age=0.000001), "me")  # all older go
+    assert store.get("z001") is None and store.was_evicted("z001")
+
+
 def test_a_finished_row_written_again_replaces_the_older_one(store):
     store.write([rec("again", Stage.RUNNING, status="processing", request=b"{}")], WIDE, "me")
     three = items("x", 3)
