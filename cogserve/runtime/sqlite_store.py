@@ -375,8 +375,9 @@ def _connect(path: str) -> sqlite3.Connection:
     # freed pages are not overwritten with zeros (Debian's SQLite is built to): each batch
     # of finished predictions frees the pages of the one evicted, and zeroing them wrote
     # them to the WAL too, 53 frames per commit of 256 predictions instead of 30 (1.4x
-    # the writer's CPU). What they held is overwritten when the pages are used again, by
-    # the next batches, as the store turns over at its bound.
+    # the writer's CPU). What they held (evicted bodies, deleted unfinished records) stays
+    # in the file's free pages until they are used again: by the next batches while the
+    # store turns over at its bound, not at all on a server that goes idle.
     db.execute("PRAGMA secure_delete=OFF")
     return db
 
