@@ -29,7 +29,7 @@ is the GIL it holds while its Python runs. So:
 - A prediction written again (a newer row holds its id) needs nothing more: at open the
   rows are read in order and the newest position of an id wins. One forgotten without
   a newer one (written again unfinished, or dropped: seldom) leaves its position in
-  `finished_gone`, which open skips.
+  `finished_gone`: at open it forgets the id there (its older positions with it).
 - GET reads the row's small columns and the body's slice of the blob (blob I/O, not the
   whole blob: 17 us); a listing page reads every row's small columns and filters and
   sorts in Python (as many as the count bound; at 1,000: 0.2-0.6 ms a page of 100).
@@ -133,10 +133,11 @@ class FinishedRows:
         ids: dict[str, Location] = {}
         for n, row_ids in db.execute("SELECT n, ids FROM finished ORDER BY n"):
             for pos, prediction_id in enumerate(orjson.loads(row_ids)):
-                if (n, pos) < cut or (n, pos) in gone:
+                if (n, pos) < cut:
                     continue
-                ids.pop(prediction_id, None)  # the newest wins
-                ids[prediction_id] = (n, pos)
+                ids.pop(prediction_id, None)  # the newest wins; a forgotten one (and
+                if (n, pos) not in gone:  # the older ones of its id) stays gone
+                    ids[prediction_id] = (n, pos)
         self.ids, self.gone = ids, gone
         self.bytes = int(db.execute("SELECT total(length(bodies)) FROM finished").fetchone()[0])
         self.stale = False

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import random
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -403,6 +404,70 @@ def test_evicted_ids_are_remembered_across_a_clean_restart(tmp_path):
         assert not again.was_evicted("e000") and again.get("e000") is not None
     finally:
         again.close("me")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_finished_rows_match_a_plain_model_through_random_writes_and_restarts(tmp_path, seed):
+    """Batches with ids written again (in one batch too), records unfinished again,
+    drops, count and byte bounds, restarts: GET, evicted and the listing as a dict
+    of finished ones (oldest first) says."""
+    rnd = random.Random(seed)
+    path = str(tmp_path / "store.sqlite3")
+    store = SQLiteStore(path)
+    model: dict[str, bytes] = {}
+    unfinished: dict[str, bytes] = {}
+    evicted: set[str] = set()
+    count, size = rnd.randint(1, 12), rnd.choice([1 << 30, rnd.randint(20, 300)])
+    clock = 0
+    try:
+        for step in range(60):
+            writes: list[Write] = []
+            for _ in range(rnd.randint(1, 3)):
+                choice = rnd.random()
+                if choice < 0.1 and model:
+                    gone = rnd.choice(list(model))
+                    writes.append(Dropped(gone))
+                    model.pop(gone)
+                    evicted.add(gone)
+                    continue
+                if choice < 0.2:
+                    again = f"i{rnd.randint(0, 30)}"
+                    clock += 1
+                    body = orjson.dumps({"id": again, "u": clock})
+                    writes.append(Record(again, "prediction", "processing", Stage.RUNNING,
+                                         float(clock), body, None, b"{}"))
+                    model.pop(again, None)
+                    unfinished[again] = body
+                    continue
+                batch: list[Row] = []
+                for _ in range(rnd.randint(1, 8)):
+                    new = f"i{rnd.randint(0, 30)}"
+                    clock += 1
+                    body = orjson.dumps({"id": new, "t": clock})
+                    batch.append((new, "prediction", rnd.choice(["succeeded", "failed"]),
+                                  float(clock), body))
+                    model.pop(new, None)
+                    model[new] = body
+                    evicted.discard(new)
+                    unfinished.pop(new, None)
+                writes.append(Finished(batch))
+            store.write(writes, Bounds(count, size), "me")
+            while len(model) > count or sum(map(len, model.values())) > size:
+                oldest = next(iter(model))
+                model.pop(oldest)
+                evicted.add(oldest)
+            if rnd.random() < 0.2:
+                store.close("me")
+                store = SQLiteStore(path)
+            for i in range(31):
+                got = store.get(f"i{i}")
+                assert (got and got.body) == model.get(f"i{i}", unfinished.get(f"i{i}")), step
+                if f"i{i}" in evicted and f"i{i}" not in unfinished:
+                    assert store.was_evicted(f"i{i}"), step
+            assert sorted(store.page("prediction", None, 100, None).bodies) == sorted(
+                [*model.values(), *unfinished.values()]), step
+    finally:
+        store.close("me")
 
 
 def test_a_write_that_fails_changes_nothing_and_the_next_one_goes_through(tmp_path,
