@@ -14,11 +14,11 @@ is the GIL it holds while its Python runs. So:
   INSERT of seven values, each made by a C call over the batch, no Python per
   prediction. A row per prediction (a multi-row INSERT per 64, five values bound each,
   and at the count bound a DELETE of one evicted row per new one) cost the writer
-  17,400-18,100 instructions and 2.6-2.9 us of CPU per prediction; a row per batch
-  costs 5,800 and 1.3-1.7 us, most of it now the commit's WAL writes (27 frames of 4
+  17,400-18,100 instructions and 2.6-3.0 us of CPU per prediction; a row per batch
+  costs 5,700 and 1.1-1.7 us, most of it now the commit's WAL writes (27 frames of 4
   KiB for 256 predictions, two `pwrite` calls each; batches of 256 at the 1,000 bound:
-  callgrind, and `python -m bench.store_cost --in-process`). Freed pages are not zeroed
-  (`sqlite_store._connect`): that wrote 53 frames a commit.
+  callgrind, `python -m bench.store_cost --in-process`, and 400 batches in a row).
+  Freed pages are not zeroed (`sqlite_store._connect`): that wrote 53 frames a commit.
 - Rows are numbered (`n`, AUTOINCREMENT: never reused) in the order written. The ids
   are looked up in a dict (id -> (n, position), in that order), read from the file at
   open and kept by the writer, the file's only one (`flock`). Eviction takes the
