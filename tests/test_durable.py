@@ -50,7 +50,8 @@ def kill(server: Server) -> None:
 def stage_in(path: pathlib.Path, prediction_id: str) -> str | None:
     """The stage a SQLite store file holds for an id (read beside the server: WAL)."""
     with contextlib.closing(sqlite3.connect(path)) as db:
-        row = db.execute("SELECT 'finished' FROM finished WHERE id = ?1 UNION ALL "
+        row = db.execute("SELECT 'finished' FROM finished, json_each(finished.ids) AS i "
+                         "WHERE i.value = ?1 UNION ALL "
                          "SELECT stage FROM unfinished WHERE id = ?1",
                          (prediction_id,)).fetchone()
     return row[0] if row else None

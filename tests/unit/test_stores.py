@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import random
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -194,6 +195,19 @@ def test_finished_rows_in_bulk_are_kept_bounded_and_listed_like_records(store):
     assert store.get("s050") is None and store.get("s051") is not None
 
 
+def test_finished_rows_in_bulk_are_bounded_by_bytes_and_age_one_by_one(store):
+    batch = rows("y", 10, size=100)
+    size = len(batch.rows[0][4])
+    store.write([batch], Bounds(100, 3 * size + 10), "me")  # one batch, cut within it
+    assert [store.get(f"y00{i}") is not None for i in range(10)] == [False] * 7 + [True] * 3
+    assert store.was_evicted("y006") and not store.was_evicted("y007")
+    store.write([rows("z", 2, size=100)], Bounds(100, 3 * size + 10), "me")
+    assert [store.get(i) is not None for i in ("y008", "y009", "z000", "z001")] == [
+        False, True, True, True]
+    store.write([rows("w", 1)], Bounds(100, 1 << 30, age=0.000001), "me")  # all older go
+    assert store.get("z001") is None and store.was_evicted("z001")
+
+
 def test_a_finished_row_written_again_replaces_the_older_one(store):
     store.write([rec("again", Stage.RUNNING, status="processing", request=b"{}")], WIDE, "me")
     three = items("x", 3)
@@ -317,6 +331,63 @@ def test_a_file_of_layout_1_is_converted_when_opened(tmp_path):
         assert "records" not in tables and "totals" not in tables
 
 
+LAYOUT_2 = """
+CREATE TABLE unfinished (id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL,
+    stage TEXT NOT NULL, created REAL NOT NULL, request BLOB, owner TEXT NOT NULL,
+    body BLOB NOT NULL);
+CREATE TABLE finished (n INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL,
+    status TEXT NOT NULL, created REAL NOT NULL, finished REAL NOT NULL, body BLOB NOT NULL);
+CREATE TABLE outbox (id TEXT NOT NULL, seq INTEGER NOT NULL, delivery TEXT NOT NULL,
+    url TEXT NOT NULL, body BLOB NOT NULL, headers BLOB NOT NULL, PRIMARY KEY (id, seq));
+CREATE TABLE evicted (n INTEGER PRIMARY KEY, id TEXT NOT NULL);
+INSERT INTO finished (id, kind, status, created, finished, body) VALUES
+    ('a', 'prediction', 'succeeded', 1.0, 5.0, CAST('{"id":"a"}' AS BLOB)),
+    ('b', 'training', 'failed', 2.0, 5.0, CAST('{"id":"b"}' AS BLOB)),
+    ('c', 'prediction', 'failed', 3.0, 6.0, CAST('{"id":"c"}' AS BLOB));
+INSERT INTO unfinished VALUES ('waiting', 'prediction', 'starting', 'queued', 4.0,
+    CAST('{"input":1}' AS BLOB), 'old', CAST('{"id":"waiting"}' AS BLOB));
+INSERT INTO evicted (id) VALUES ('gone');
+PRAGMA user_version = 2;
+"""
+
+
+def test_a_file_of_layout_2_is_converted_when_opened(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    big = orjson.dumps({"id": "big", "pad": "z" * (2 << 20)})
+    with sqlite3.connect(path) as db:
+        db.executescript(LAYOUT_2)
+        db.execute("INSERT INTO finished (id, kind, status, created, finished, body) "
+                   "VALUES ('big', 'prediction', 'succeeded', 3.5, 7.0, ?)", (big,))
+    store = SQLiteStore(str(path))
+    try:
+        assert [r.id for r in store.claim("me").records] == ["waiting"]
+        got = store.get("b")
+        assert got is not None and (got.kind, got.status, got.created, got.finished,
+                                    got.body) == ("training", "failed", 2.0, 5.0,
+                                                  b'{"id":"b"}')
+        got = store.get("big")
+        assert got is not None and got.body == big and got.finished == 7.0
+        assert store.was_evicted("gone") and not store.was_evicted("a")
+        assert ids(store.page("prediction", None, 10, None)) == ["waiting", "big", "c", "a"]
+        assert ids(store.page("prediction", "failed", 10, None)) == ["c"]
+        # the oldest written go first: a, then b (a batch then), then c
+        store.write([rows("n", 1)], Bounds(4, 1 << 30), "me")
+        assert [store.get(i) is not None for i in "abc"] == [False, True, True]
+        assert store.was_evicted("a")
+    finally:
+        store.close("me")
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.LAYOUT
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        assert "finished_2" not in tables
+    again = SQLiteStore(str(path))  # and read back as written
+    try:
+        assert [again.get(i) is not None for i in ("a", "b", "c", "big", "n000")] == [
+            False, True, True, True, True]
+    finally:
+        again.close("me")
+
+
 def test_evicted_ids_are_remembered_across_a_clean_restart(tmp_path):
     path = str(tmp_path / "store.sqlite3")
     store = SQLiteStore(path)
@@ -327,10 +398,76 @@ def test_evicted_ids_are_remembered_across_a_clean_restart(tmp_path):
     again = SQLiteStore(path)
     try:
         assert [again.was_evicted(f"e00{i}") for i in range(5)] == gone
+        # one row held all five: its evicted first two and its dropped one stay gone
+        assert [again.get(f"e00{i}") is None for i in range(5)] == gone
         again.write([rows("e", 1)], Bounds(2, 1 << 30), "me")  # e000 is held again
         assert not again.was_evicted("e000") and again.get("e000") is not None
     finally:
         again.close("me")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_finished_rows_match_a_plain_model_through_random_writes_and_restarts(tmp_path, seed):
+    """Batches with ids written again (in one batch too), records unfinished again,
+    drops, count and byte bounds, restarts: GET, evicted and the listing as a dict
+    of finished ones (oldest first) says."""
+    rnd = random.Random(seed)
+    path = str(tmp_path / "store.sqlite3")
+    store = SQLiteStore(path)
+    model: dict[str, bytes] = {}
+    unfinished: dict[str, bytes] = {}
+    evicted: set[str] = set()
+    count, size = rnd.randint(1, 12), rnd.choice([1 << 30, rnd.randint(20, 300)])
+    clock = 0
+    try:
+        for step in range(60):
+            writes: list[Write] = []
+            for _ in range(rnd.randint(1, 3)):
+                choice = rnd.random()
+                if choice < 0.1 and model:
+                    gone = rnd.choice(list(model))
+                    writes.append(Dropped(gone))
+                    model.pop(gone)
+                    evicted.add(gone)
+                    continue
+                if choice < 0.2:
+                    again = f"i{rnd.randint(0, 30)}"
+                    clock += 1
+                    body = orjson.dumps({"id": again, "u": clock})
+                    writes.append(Record(again, "prediction", "processing", Stage.RUNNING,
+                                         float(clock), body, None, b"{}"))
+                    model.pop(again, None)
+                    unfinished[again] = body
+                    continue
+                batch: list[Row] = []
+                for _ in range(rnd.randint(1, 8)):
+                    new = f"i{rnd.randint(0, 30)}"
+                    clock += 1
+                    body = orjson.dumps({"id": new, "t": clock})
+                    batch.append((new, "prediction", rnd.choice(["succeeded", "failed"]),
+                                  float(clock), body))
+                    model.pop(new, None)
+                    model[new] = body
+                    evicted.discard(new)
+                    unfinished.pop(new, None)
+                writes.append(Finished(batch))
+            store.write(writes, Bounds(count, size), "me")
+            while len(model) > count or sum(map(len, model.values())) > size:
+                oldest = next(iter(model))
+                model.pop(oldest)
+                evicted.add(oldest)
+            if rnd.random() < 0.2:
+                store.close("me")
+                store = SQLiteStore(path)
+            for i in range(31):
+                got = store.get(f"i{i}")
+                assert (got and got.body) == model.get(f"i{i}", unfinished.get(f"i{i}")), step
+                if f"i{i}" in evicted and f"i{i}" not in unfinished:
+                    assert store.was_evicted(f"i{i}"), step
+            assert sorted(store.page("prediction", None, 100, None).bodies) == sorted(
+                [*model.values(), *unfinished.values()]), step
+    finally:
+        store.close("me")
 
 
 def test_a_write_that_fails_changes_nothing_and_the_next_one_goes_through(tmp_path,
