@@ -73,12 +73,12 @@ def main(argv: list[str] | None = None) -> None:
                        help="do not serve the model as an MCP tool at /mcp")
     _capacity_flags(serve)
     serve.add_argument("--store", default=None,
-                       metavar="memory|sqlite|PATH|redis://HOST:PORT/DB",
-                       help="where predictions outlive the server (COGSERVE_STORE): memory "
-                            "(the default: nothing kept on disk), sqlite (one file per model "
-                            "folder and port in $COGSERVE_STATE_DIR, else "
-                            "~/.local/state/cogserve), a SQLite file's path, or a Redis "
-                            "shared by replicas")
+                       metavar="sqlite|PATH|memory|redis://HOST:PORT/DB",
+                       help="where predictions outlive the server (COGSERVE_STORE): sqlite "
+                            "(the default: one file per model folder and port in "
+                            "$COGSERVE_STATE_DIR, else ~/.local/state/cogserve), a SQLite "
+                            "file's path, memory (nothing kept on disk), or a Redis shared "
+                            "by replicas")
     serve.add_argument("--no-metrics", dest="metrics", action="store_false", default=None,
                        help="do not serve Prometheus metrics (COGSERVE_METRICS=0)")
     serve.add_argument("--metrics-port", type=int, default=None,

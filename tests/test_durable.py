@@ -162,7 +162,7 @@ def test_a_killed_server_restarted_on_its_store_loses_nothing_it_accepted(
 
 def test_the_default_store_is_found_again_by_the_same_model_folder_and_port(serve, tmp_path):
     runs_file = tmp_path / "runs"
-    first = serve("durable", "--store", "sqlite")
+    first = serve("durable")  # no --store: the default, a SQLite file of its own
     r = first.client.put("/predictions/kept", headers=ASYNC,
                          json={"input": {"text": "kept", "runs": str(runs_file)}})
     assert r.status_code == 202
@@ -172,10 +172,9 @@ def test_the_default_store_is_found_again_by_the_same_model_folder_and_port(serv
     path = default_path(first.directory, first.port)
     until(lambda: stage_in(path, "kept") == "finished", "the finished record on disk")
     kill(first)
-    # another port: another store, it never meets the first
-    other_port = serve("durable", "--store", "sqlite")
+    other_port = serve("durable")  # another port: another store, it never meets the first
     assert other_port.client.get("/predictions/kept").status_code == 404
-    again = Server("durable", "--store", "sqlite", port=first.port)
+    again = Server("durable", "--store", "sqlite", port=first.port)  # named: the same
     try:
         assert again.client.get("/predictions/kept").json()["output"] == "done:kept"
     finally:

@@ -68,7 +68,9 @@ class Settings:
     recent_bytes: int = DEFAULT_BYTES
     logs_limit: int = logcap.DEFAULT_LIMIT  # characters of logs a prediction keeps; 0: all
     recent_age: float | None = None  # seconds a finished one stays in the durable store
-    store: StoreChoice = IN_MEMORY  # --store: where predictions outlive the process
+    # --store: where predictions outlive the process. `serve` resolves its default (a
+    # SQLite file per model folder and port: store_choice.choose); made otherwise: none
+    store: StoreChoice = IN_MEMORY
     store_lease: float = 10.0  # seconds a dead replica's work waits before another takes it
     playground: bool = True  # the browser page at /docs (--no-playground)
     mcp: bool = True  # the model as an MCP tool at /mcp (--no-mcp)

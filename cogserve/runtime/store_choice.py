@@ -1,12 +1,11 @@
 """`--store` / `COGSERVE_STORE`: which prediction store a server uses, and opening it.
 
-- unset or `memory`: no store; finished predictions are kept in memory only
-  (`runtime/store.py`). The default while a SQLite store costs scenario 1 more than the
-  3% it is allowed (measured 0.94x: bench/FINDINGS.md), so a server that does not ask
-  for durability pays nothing for it;
-- `sqlite`: SQLite in the state folder (`envvars.env_state_root()/predictions`), one file
-  per model folder and port, so a server restarted the same way finds its store and
-  two servers of one model on different ports never meet;
+- unset, or `sqlite`: SQLite in the state folder (`envvars.env_state_root()/predictions`),
+  one file per model folder and port, so a server restarted the same way finds its
+  store and two servers of one model on different ports never meet. The default: a
+  finished sync prediction's record costs scenario 1 within the 3% issue 27 allows
+  (`runtime/sqlite_finished.py`; bench/FINDINGS.md);
+- `memory`: no store; finished predictions are kept in memory only (`runtime/store.py`);
 - a path: that SQLite file;
 - `redis://HOST:PORT/DB` (or `rediss://`, `unix://`): Redis, shared by replicas.
 """
@@ -46,11 +45,11 @@ IN_MEMORY = StoreChoice(StoreKind.MEMORY)
 
 
 def choose(value: str, model_dir: pathlib.Path, port: int) -> StoreChoice:
-    """The store `value` names (`--store`, else COGSERVE_STORE; empty: memory)."""
+    """The store `value` names (`--store`, else COGSERVE_STORE; empty: the default)."""
     value = value.strip()
-    if not value or value.lower() == MEMORY:
+    if value.lower() == MEMORY:
         return IN_MEMORY
-    if value.lower() == SQLITE:
+    if not value or value.lower() == SQLITE:
         return StoreChoice(StoreKind.SQLITE, str(default_path(model_dir, port)))
     if value.startswith(_REDIS_SCHEMES):
         return StoreChoice(StoreKind.REDIS, value)

@@ -560,8 +560,8 @@ def test_the_store_choice(tmp_path, monkeypatch):
     assert redis.kind is StoreKind.REDIS and redis.location == "redis://h:1/2"
     explicit = choose("x/y.db", model, 5000)
     assert explicit.kind is StoreKind.SQLITE and explicit.location == os.path.abspath("x/y.db")
-    assert choose("", model, 5000) is IN_MEMORY  # opt-in: a server pays nothing unasked
-    default = choose("sqlite", model, 5000)
+    default = choose("", model, 5000)  # unset: the default, a file of its own
+    assert default == choose(" SQLite ", model, 5000) and default.kind is StoreKind.SQLITE
     assert default.location == str(default_path(model, 5000))
     assert default.location.startswith(str(tmp_path / "state" / "predictions" / "my_model-"))
     # one file per model folder and port
