@@ -26,7 +26,7 @@ from bench.systems import (
     COGSERVE,
     COGSERVE_METRICS_OFF,
     COGSERVE_ONE_WORKER,
-    COGSERVE_STORE_SQLITE,
+    COGSERVE_STORE_MEMORY,
     COGSERVE_UNBATCHED,
     FLOOR,
     LITSERVE,
@@ -173,7 +173,7 @@ class NoopSequential(_WrkScenario):
     number = "1"
     title = "no-op sync, 1 sequential client"
     model = "noop"
-    systems = (COGSERVE, COGSERVE_METRICS_OFF, COGSERVE_STORE_SQLITE, REFERENCE, FLOOR)
+    systems = (COGSERVE, COGSERVE_METRICS_OFF, COGSERVE_STORE_MEMORY, REFERENCE, FLOOR)
     # wrk's latencies cover every response, 409s included (the reference answers many)
     figures = (Figure("successful req/s", "req/s", True),
                Figure("p50, all responses", "ms", False),

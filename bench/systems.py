@@ -25,7 +25,7 @@ LOGS = envs.CACHE / "logs"
 COGSERVE = "cogserve"
 COGSERVE_METRICS_OFF = "cogserve-metrics-off"
 COGSERVE_ONE_WORKER = "cogserve-one-worker"
-COGSERVE_STORE_SQLITE = "cogserve-store-sqlite"
+COGSERVE_STORE_MEMORY = "cogserve-store-memory"
 BASELINE = "baseline"  # cogserve at --baseline REF: started exactly as cogserve is
 COGSERVE_UNBATCHED = "cogserve-unbatched"  # the batching scenario's model without @batch
 REFERENCE = "reference"
@@ -46,9 +46,8 @@ class Variant:
 VARIANTS = {
     # scenario 1: what Prometheus metrics cost (issue 15: within 5%)
     COGSERVE_METRICS_OFF: Variant(env={"COGSERVE_METRICS": "0"}),
-    # scenario 1: what the SQLite prediction store costs (issue 27: within 3%, to become
-    # the default)
-    COGSERVE_STORE_SQLITE: Variant(args=("--store", "sqlite")),
+    # scenario 1: what the default prediction store costs (issue 27: within 3%)
+    COGSERVE_STORE_MEMORY: Variant(args=("--store", "memory")),
     # scenario 9: what a second worker adds (issue 14: cogserve there runs --workers 2)
     COGSERVE_ONE_WORKER: Variant(args=("--workers", "1", "--queue-size", "64")),
     COGSERVE_UNBATCHED: Variant(args=("--queue-size", "64")),
