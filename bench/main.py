@@ -10,7 +10,7 @@
                                    (installed once into bench/.cache/venvs/baseline-SHA)
 
 For each scenario every system is started once and warmed up, then the rounds run
-interleaved (cogserve, peer, floor, cogserve, peer, floor ...) so a burst of load from
+interleaved (cogserve, peer, floor, then peer, floor, cogserve ...) so a burst of load from
 elsewhere on the machine hits every system alike. A system that fails records
 "failed: <reason>" for that scenario and the run goes on.
 """
@@ -147,7 +147,11 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
                     servers.pop(system).stop()
         rounds = 1 if getattr(scenario, "single_round", False) else ctx.rounds  # the soak
         for round_no in range(rounds):
-            for system in chosen:
+            # the order rotates each round: a system's run can leave the machine busy for
+            # the next one (the reference's 50 MiB upload slowed whichever server uploaded
+            # right after it 3-4x, scenario 5b), so no system always comes after the same one
+            turn = round_no % len(chosen)
+            for system in (*chosen[turn:], *chosen[:turn]):
                 server = servers.get(system)
                 if server is None:
                     continue

@@ -364,7 +364,8 @@ def render(scenarios: list[Scenario], results: Results, *, quick: bool, rounds: 
         *([f"- baseline: {baseline} (`--baseline`), run as one more system, interleaved"]
           if baseline else []),
         f"- Python: {_python_version()}",
-        f"- rounds: {rounds} per system, interleaved (A B A B ...) after a warm-up; "
+        f"- rounds: {rounds} per system, interleaved after a warm-up, the order rotated "
+        "each round (A B C, B C A, ...); "
         f"rate runs last {seconds:g} s each; load generator wrk (1 thread) for rates, "
         "http.client for streams, large bodies and cold starts",
         "- all servers on 127.0.0.1, client and servers on the same machine",
