@@ -20,24 +20,33 @@ async def _respond(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"made"})
 
 
-def test_a_foreign_servers_send_is_called_once_per_message_and_the_status_logged(
-        caplog: pytest.LogCaptureFixture) -> None:
+async def _receive() -> dict[str, Any]:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+def _observe(respond: Any, caplog: pytest.LogCaptureFixture
+             ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """One POST /predictions through the observer under a foreign server (a plain `send`):
+    the scope after it, the messages sent, and the access line."""
     sent: list[dict[str, Any]] = []
 
     async def server_send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    observer = RequestObserver().around(_respond)
+    observer = RequestObserver().around(respond)
     scope = {"type": "http", "method": "POST", "path": "/predictions", "headers": [],
              ROUTE_KEY: SimpleNamespace(template="/predictions")}
     with caplog.at_level(logging.INFO, logger="cogserve.access"):
-        asyncio.run(observer(scope, receive, server_send))
+        asyncio.run(observer(scope, _receive, server_send))
+    [line] = [r.getMessage() for r in caplog.records if r.name == "cogserve.access"]
+    return scope, sent, line
+
+
+def test_a_foreign_servers_send_is_called_once_per_message_and_the_status_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    _, sent, line = _observe(_respond, caplog)
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
     assert sent[1]["body"] == b"made"
-    [line] = [r.getMessage() for r in caplog.records if r.name == "cogserve.access"]
     assert line.startswith("POST /predictions 201 ")
 
 
@@ -52,17 +61,6 @@ def test_the_prediction_leaves_the_scope_with_its_request(
         scope[PREDICTION_KEY] = SimpleNamespace(id="kept-till-logged")
         await _respond(scope, receive, send)
 
-    async def server_send(message: dict[str, Any]) -> None:
-        pass
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    observer = RequestObserver().around(respond)
-    scope = {"type": "http", "method": "POST", "path": "/predictions", "headers": [],
-             ROUTE_KEY: SimpleNamespace(template="/predictions")}
-    with caplog.at_level(logging.INFO, logger="cogserve.access"):
-        asyncio.run(observer(scope, receive, server_send))
+    scope, _, line = _observe(respond, caplog)
     assert PREDICTION_KEY not in scope
-    [line] = [r.getMessage() for r in caplog.records if r.name == "cogserve.access"]
     assert "prediction kept-till-logged" in line
