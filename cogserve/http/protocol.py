@@ -309,11 +309,12 @@ class _LimitedProtocol(HttpToolsProtocol):
             self.pipeline.appendleft((cycle, app))  # type: ignore[arg-type]
 
     def on_body(self, body: bytes) -> None:
-        cycle = self.cycle
+        cycle: Cycle = self.cycle  # type: ignore[assignment]
         if cycle.response_complete or (self.parser.should_upgrade() and self._should_upgrade()):
             return
-        cycle.body += body
-        if len(cycle.body) > HIGH_WATER_LIMIT:
+        cycle.body.append(body)  # httptools made it a bytes object of its own: kept as is
+        cycle.body_size += len(body)
+        if cycle.body_size > HIGH_WATER_LIMIT:
             self.flow.pause_reading()
         cycle.message_event.set()
 
@@ -391,8 +392,9 @@ class Cycle:
 
     __slots__ = ("scope", "transport", "flow", "protocol", "message_event", "on_response",
                  "disconnected", "keep_alive", "waiting_for_100_continue", "body",
-                 "more_body", "response_started", "response_complete", "chunked_encoding",
-                 "expected_content_length", "_held", "status", "on_disconnect")
+                 "body_size", "more_body", "response_started", "response_complete",
+                 "chunked_encoding", "expected_content_length", "_held", "status",
+                 "on_disconnect")
 
     def __init__(self, scope: Any, transport: asyncio.Transport, flow: FlowControl,
                  protocol: _LimitedProtocol, keep_alive: bool) -> None:
@@ -405,7 +407,12 @@ class Cycle:
         self.disconnected = False
         self.keep_alive = keep_alive
         self.waiting_for_100_continue = protocol.expect_100_continue
-        self.body = bytearray()
+        # the body's pieces as the parser gave them, joined when the app receives them:
+        # uvicorn appends each to a bytearray and copies that out, two copies of every
+        # byte of a large body (and the bytearray's reallocations) where this makes one
+        # or, for a piece received alone, none
+        self.body: list[bytes] = []
+        self.body_size = 0
         self.more_body = True
         self.response_started = False
         self.response_complete = False
@@ -600,9 +607,14 @@ class Cycle:
             event._set = False
         if self.disconnected or self.response_complete:
             return {"type": "http.disconnect"}
-        message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
-        self.body = bytearray()
-        return message
+        pieces = self.body
+        if len(pieces) == 1:
+            body = pieces[0]
+        else:
+            body = b"".join(pieces)
+        self.body = []
+        self.body_size = 0
+        return {"type": "http.request", "body": body, "more_body": self.more_body}
 
 
 def _nothing() -> None:

@@ -85,10 +85,11 @@ class Tensor:
     def where(self) -> str:
         return f"input {self.name!r}"
 
-    def packed(self) -> bytes:
-        """The tensor as little-endian bytes (checked against the datatype's range)."""
+    def packed(self) -> bytes | memoryview:
+        """The tensor as little-endian bytes (checked against the datatype's range); a
+        binary tensor's own bytes, not a copy (4 MB for FP32[1M])."""
         if self._raw is not None:
-            return bytes(self._raw)
+            return self._raw
         assert self._items is not None
         return pack(self.dtype, self._items, self.where)
 

@@ -115,7 +115,7 @@ class PackedTensor:
 
     datatype: Datatype
     shape: list[int]
-    raw: bytes | None = None  # little-endian elements
+    raw: bytes | memoryview | None = None  # little-endian elements (a binary body's view)
     items: list[bytes] | None = None  # BYTES elements
 
 
