@@ -17,6 +17,7 @@ from typing import Any
 
 import uvicorn
 
+from cogserve.heap import keep_freed_memory
 from cogserve.http.asgi import ASGIApp
 from cogserve.http.protocol import ConnectionLimits, protocol_class
 from cogserve.runtime.service import Service
@@ -61,6 +62,7 @@ async def serve(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, 
                 log_level: str = "warning", reload: bool = False) -> None:
     """Serve `app` until `stop` is set (POST /shutdown, or a signal: see the module's
     docstring), then stop the service."""
+    keep_freed_memory()  # request bodies of megabytes: see cogserve.heap
     uv_config = uvicorn.Config(
         # ws="none": no route speaks WebSocket, and uvicorn's "auto" imported the websockets
         # package at every start (~13 ms of a ~290 ms cold start)
