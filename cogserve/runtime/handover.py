@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from cogserve import protocol
+from cogserve import jsoncodec, protocol
 
 
 def mime_type(path: str) -> str:
@@ -34,7 +34,7 @@ def spill_input(message: protocol.Message, folder: str) -> None:
     if not any(isinstance(v, str) and len(v) > 65536 or isinstance(v, list | dict)
                for v in raw.values()):
         return
-    body = orjson.dumps(raw)
+    body = jsoncodec.dumps_text(raw) if jsoncodec.long_text(raw.values()) else orjson.dumps(raw)
     if len(body) <= protocol.INPUT_SPILL_THRESHOLD:
         return
     fd, path = tempfile.mkstemp(prefix=protocol.INPUT_SPILL_PREFIX, suffix=".json", dir=folder)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from cogserve import jsoncodec
 from cogserve.metrics import apply_metric
 from cogserve.runtime.logcap import DEFAULT_LIMIT, UNLIMITED, LogCap
 from cogserve.states import TERMINAL, Event, Status, WebhookEvent
@@ -227,7 +228,12 @@ class Prediction:
         if not self.terminal:
             return orjson.dumps(self.to_dict())
         if self._final_json is None:
-            self._final_json = orjson.dumps(self.to_dict())
+            doc = self.to_dict()
+            output = doc["output"]
+            self._final_json = (jsoncodec.dumps_text(doc)
+                                if jsoncodec.long_text(self.input.values())
+                                or isinstance(output, str) and len(output) >= jsoncodec.LARGE
+                                else orjson.dumps(doc))
         return self._final_json
 
     # ------------------------------------------------------------ changing
