@@ -55,7 +55,10 @@ def _loads_large(data: bytes | bytearray | memoryview | str) -> Any:
 def long_text(values: Any) -> bool:
     """Whether a str of at least LARGE characters is among `values` (an iterable of a
     document's top-level values): the documents `dumps_text` is for."""
-    return any(isinstance(value, str) and len(value) >= LARGE for value in values)
+    for value in values:  # a loop, not any() over a generator: every prediction asks
+        if value.__class__ is str and len(value) >= LARGE:
+            return True
+    return False
 
 
 def dumps_text(obj: Any) -> bytes:
