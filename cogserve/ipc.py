@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import asyncio  # a sync worker never imports asyncio (20 ms of its start)
 
 _HEADER = struct.Struct("!I")
+_CHUNK = 65536  # bytes asked of one recv() on a blocking channel
 
 
 def encode(message: Message) -> bytes:
@@ -40,7 +41,7 @@ class SyncChannel:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._lock = threading.Lock()
-        self._rfile = sock.makefile("rb", buffering=65536)
+        self._buf = bytearray()  # received bytes past the last frame returned
 
     def send(self, message: Message) -> None:
         data = encode(message)
@@ -54,15 +55,37 @@ class SyncChannel:
             self.sock.sendall(data)
 
     def recv(self) -> Message | None:
-        header = self._rfile.read(4)
-        if len(header) < 4:
-            return None
-        (size,) = _HEADER.unpack(header)
-        body = self._rfile.read(size)
-        if len(body) < size:
-            return None
-        message: Message = jsoncodec.loads(body)
-        return message
+        """The next frame's message, or None once the other end has closed.
+
+        One recv() system call per frame when a frame comes whole and alone, the usual
+        case (a prediction), decoded from that chunk as it is. This replaced a buffered
+        file's two reads (header, body) whose io layers cost ~1.7 us per frame against
+        ~0.5 us; what comes past a frame waits in `_buf` for the next call.
+        """
+        buf = self._buf
+        if not buf:
+            chunk = self.sock.recv(_CHUNK)
+            total = len(chunk)
+            if total >= 4 and _HEADER.unpack_from(chunk)[0] == total - 4:
+                whole: Message = jsoncodec.loads(chunk[4:])
+                return whole
+            if not chunk:
+                return None
+            buf += chunk
+        while True:
+            if len(buf) >= 4:
+                end = 4 + _HEADER.unpack_from(buf)[0]
+                if len(buf) >= end:
+                    message: Message = jsoncodec.loads(buf[4:end])
+                    del buf[:end]
+                    return message
+                want = max(_CHUNK, end - len(buf))  # a large frame: the rest in one go
+            else:
+                want = _CHUNK
+            chunk = self.sock.recv(want)
+            if not chunk:
+                return None
+            buf += chunk
 
     def watch(self, loop: asyncio.AbstractEventLoop, handle: Callable[[Message], None],
               on_closed: Callable[[], None]) -> None:

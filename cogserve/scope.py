@@ -8,6 +8,7 @@ Outside a prediction the calls do nothing, as Cog documents.
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
@@ -58,7 +59,11 @@ class Scope:
         self.values: dict[str, Any] = {}
         self.context: dict[str, str] = dict(context or {})  # the request's `context` object
         self._sink = sink
-        self.metrics = _Metrics(self)
+
+    @functools.cached_property
+    def metrics(self) -> _Metrics:
+        """Made on first use: a scope is made for every prediction, and few ask for it."""
+        return _Metrics(self)
 
     @property
     def inactive(self) -> bool:

@@ -75,21 +75,38 @@ class LineBuffer:
 
 
 class LogTarget:
-    """Where one prediction's (or setup's) output goes: a line buffer per source."""
+    """Where one prediction's (or setup's) output goes: a line buffer per source.
+
+    One is made per prediction and most predictions write nothing, so each source's
+    buffer is made on its first write and a flush passes over what was never made.
+    """
+
+    __slots__ = ("_emit", "lock", "stderr", "stdout")
 
     def __init__(self, emit: LogSink) -> None:
         self.lock = threading.Lock()
-        self.stdout = LineBuffer("stdout", emit)
-        self.stderr = LineBuffer("stderr", emit)
+        self._emit = emit
+        self.stdout: LineBuffer | None = None
+        self.stderr: LineBuffer | None = None
 
     def write(self, source: str, text: str) -> None:
         with self.lock:
-            (self.stdout if source == "stdout" else self.stderr).write(text)
+            if source == "stdout":
+                buffer = self.stdout
+                if buffer is None:
+                    buffer = self.stdout = LineBuffer("stdout", self._emit)
+            else:
+                buffer = self.stderr
+                if buffer is None:
+                    buffer = self.stderr = LineBuffer("stderr", self._emit)
+            buffer.write(text)
 
     def flush(self) -> None:
         with self.lock:
-            self.stdout.flush()
-            self.stderr.flush()
+            if self.stdout is not None:
+                self.stdout.flush()
+            if self.stderr is not None:
+                self.stderr.flush()
 
 
 class Router:

@@ -40,3 +40,46 @@ def test_a_partial_frame_waits_for_the_rest() -> None:
     assert got == []
     splitter.feed(first[-1:])
     assert got == [protocol.ready()]
+
+
+# ---------------------------------------------------------------- the worker's SyncChannel
+
+
+def _received(chunks: list[bytes]) -> list[protocol.Message | None]:
+    """What SyncChannel.recv returns for a stream written in these pieces, then closed."""
+    import socket
+    import threading
+
+    ours, theirs = socket.socketpair()
+
+    def write() -> None:
+        for chunk in chunks:
+            theirs.sendall(chunk)
+        theirs.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    channel = ipc.SyncChannel(ours)
+    got: list[protocol.Message | None] = []
+    while True:
+        message = channel.recv()
+        got.append(message)
+        if message is None:
+            break
+    writer.join()
+    ours.close()
+    return got
+
+
+def test_sync_channel_frames_whole_together_and_cut() -> None:
+    assert _received([STREAM]) == [*MESSAGES, None]
+    for cut in (1, 3, 4, 5, len(STREAM) // 2, len(STREAM) - 1):
+        assert _received([STREAM[:cut], STREAM[cut:]]) == [*MESSAGES, None], cut
+    assert _received([bytes([b]) for b in STREAM]) == [*MESSAGES, None]
+
+
+def test_sync_channel_large_frame_and_a_closed_half_frame() -> None:
+    big = protocol.log("p1", "stdout", "y" * 300_000)
+    frame = ipc.encode(big)
+    assert _received([frame, ipc.encode(protocol.ready())]) == [big, protocol.ready(), None]
+    assert _received([frame[:-1]]) == [None]  # closed mid-frame: no message
