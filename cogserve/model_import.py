@@ -9,7 +9,6 @@ import importlib
 import importlib.util
 import pathlib
 import sys
-import traceback
 from typing import Any
 
 from cogserve.exceptions import DefinitionError
@@ -61,6 +60,8 @@ def import_target(target: str, directory: pathlib.Path, ref: str) -> Any:
 
 
 def _import_failure(target: str, exc: BaseException, directory: pathlib.Path) -> str:
+    import traceback  # only for a model that fails to import (~1 ms of a worker's start)
+
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if "importlib" not in f.filename]
     # the model's own line, else the last one (a package the model imported)

@@ -14,7 +14,6 @@ import pathlib
 import socket
 import sys
 import threading
-import traceback
 import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,13 +26,14 @@ from cogserve.model_import import import_ref
 from cogserve.protocol import Mode, ToWorker, UserHealth
 from cogserve.schema import openapi_document
 from cogserve.signature import read_signature
-from cogserve.worker import batch as batching
 from cogserve.worker import predict, tempdirs
 from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogTarget, Router, capture_output
 
 if TYPE_CHECKING:
     import asyncio
+
+    from cogserve.worker import batch as batching
 
 
 def main() -> None:
@@ -152,6 +152,8 @@ def _run_setup(model: LoadedModel) -> Any:
 
 
 def _setup_failed(control: SyncChannel, router: Router, exc: BaseException) -> None:
+    import traceback  # here: a worker that starts well never needs it (~1 ms of its start)
+
     router.fallback.write("stderr", "".join(traceback.format_exception(exc)))
     router.fallback.flush()
     control.send(protocol.setup_failed(f"{type(exc).__name__}: {exc}"))
@@ -203,6 +205,8 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
             os._exit(0)
         kind = message.get(protocol.KIND)
         if kind == ToWorker.BATCH:
+            from cogserve.worker import batch as batching  # a @batch model's only
+
             batch = batching.Batch(message["items"], data, router, cancels, downloads)
             batching.run_sync(model, batch, cancels)
         elif kind == ToWorker.PREDICT:
@@ -263,6 +267,8 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     downloads = Downloads()
 
     def start_batch(message: protocol.Message) -> None:
+        from cogserve.worker import batch as batching  # a @batch model's only
+
         batch = batching.Batch(message["items"], data, router, cancels, downloads)
         for job in batch.jobs:
             batches[job.id] = batch

@@ -16,7 +16,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from enum import StrEnum
@@ -198,6 +197,8 @@ class Job:
         if isinstance(exc, outputs.OutputTypeError | FetchError):  # our frames hide the point
             text = f"{exc}\n"
         else:
+            import traceback  # only when a prediction fails: not on a worker's way to READY
+
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self.logs.write("stderr", text)
         self.logs.flush()
