@@ -12,6 +12,7 @@ markers) is defined in `cogserve.protocol`; this module only moves bytes.
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import threading
@@ -42,6 +43,8 @@ class SyncChannel:
         self.sock = sock
         self._lock = threading.Lock()
         self._buf = bytearray()  # received bytes past the last frame returned
+        self._readable = select.poll()  # what recv() waits on: see _read
+        self._readable.register(sock.fileno(), select.POLLIN)
 
     def send(self, message: Message) -> None:
         data = encode(message)
@@ -64,7 +67,7 @@ class SyncChannel:
         """
         buf = self._buf
         if not buf:
-            chunk = self.sock.recv(_CHUNK)
+            chunk = self._read(_CHUNK)
             total = len(chunk)
             if total >= 4 and _HEADER.unpack_from(chunk)[0] == total - 4:
                 whole: Message = jsoncodec.loads(chunk[4:])
@@ -82,10 +85,23 @@ class SyncChannel:
                 want = max(_CHUNK, end - len(buf))  # a large frame: the rest in one go
             else:
                 want = _CHUNK
-            chunk = self.sock.recv(want)
+            chunk = self._read(want)
             if not chunk:
                 return None
             buf += chunk
+
+    def _read(self, size: int) -> bytes:
+        """Up to `size` bytes, once there are some (or the other end closed).
+
+        The wait is a poll() for POLLIN, not a blocking recv(): the socket is also the one
+        we write to, and each time the parent reads one of our frames the kernel wakes
+        every waiter on the socket to say there is room to write. A thread blocked in
+        recv() wakes for that too, finds nothing and sleeps again: a second pair of
+        context switches per prediction (1.88 voluntary switches per no-op prediction
+        measured, 1 needed). A poll() for POLLIN only is not woken by it.
+        """
+        self._readable.poll()
+        return self.sock.recv(size)
 
     def watch(self, loop: asyncio.AbstractEventLoop, handle: Callable[[Message], None],
               on_closed: Callable[[], None]) -> None:
