@@ -12,7 +12,7 @@ import asyncio
 import datetime
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import orjson
 
@@ -84,6 +84,28 @@ def iso_us(us: int | None) -> str | None:
     return f"{stamp}.{micros:06d}+00:00" if micros else f"{stamp}+00:00"
 
 
+class _Instant:
+    """`started_at` / `completed_at`: the datetime of a microseconds slot (None while it
+    is None), read and written as a datetime; the slot is what the hot path keeps."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Instant: ...
+
+    @overload
+    def __get__(self, obj: Prediction, owner: type) -> datetime.datetime | None: ...
+
+    def __get__(self, obj: Prediction | None, owner: type) -> Any:
+        return self if obj is None else datetime_of(getattr(obj, self.slot))
+
+    def __set__(self, obj: Prediction, value: datetime.datetime | None) -> None:
+        setattr(obj, self.slot, us_of(value))
+
+
 class Prediction:
     __slots__ = (
         "id", "kind", "input", "status", "output", "_outputs", "iterator", "_logs", "error",
@@ -153,21 +175,8 @@ class Prediction:
     def created_at(self, value: datetime.datetime) -> None:
         self.created_us = (value - _EPOCH) // _MICROSECOND
 
-    @property
-    def started_at(self) -> datetime.datetime | None:
-        return datetime_of(self.started_us)
-
-    @started_at.setter
-    def started_at(self, value: datetime.datetime | None) -> None:
-        self.started_us = us_of(value)
-
-    @property
-    def completed_at(self) -> datetime.datetime | None:
-        return datetime_of(self.completed_us)
-
-    @completed_at.setter
-    def completed_at(self, value: datetime.datetime | None) -> None:
-        self.completed_us = us_of(value)
+    started_at = _Instant("started_us")
+    completed_at = _Instant("completed_us")
 
     def queue_wait(self) -> float | None:
         """Seconds from its creation to its start (`(started_at - created_at)
