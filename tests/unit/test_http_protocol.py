@@ -73,11 +73,18 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+async def posted(app: Any = echo, keep_alive: float = 5.0,
+                 limits: ConnectionLimits | None = None) -> tuple[Any, Transport]:
+    """A connection (`connect`) that was sent POST and has answered what it could."""
+    protocol, transport = connect(app, keep_alive, limits)
+    protocol.data_received(POST)
+    await settle()
+    return protocol, transport
+
+
 def test_a_json_answer_is_one_write_of_head_and_body() -> None:
     async def body() -> None:
-        protocol, transport = connect()
-        protocol.data_received(POST)
-        await settle()
+        protocol, transport = await posted()
         assert transport.writes == [
             b"HTTP/1.1 200 OK\r\ndate: Tue, 24 Nov 2026 19:00:00 GMT\r\n"
             b"content-type: application/json\r\ncontent-length: 31\r\n\r\n"
@@ -114,9 +121,7 @@ def test_a_forwarded_client_is_trusted_from_localhost_and_others_keep_their_addr
 
 def test_an_idle_kept_alive_connection_is_closed_after_the_keep_alive_timeout() -> None:
     async def body() -> None:
-        protocol, transport = connect(keep_alive=0.05)
-        protocol.data_received(POST)
-        await settle()
+        protocol, transport = await posted(keep_alive=0.05)
         assert not transport.closed
         await asyncio.sleep(0.15)
         assert transport.closed
@@ -126,9 +131,7 @@ def test_an_idle_kept_alive_connection_is_closed_after_the_keep_alive_timeout() 
 def test_the_next_requests_first_bytes_give_it_the_head_timeout_not_the_keep_alive() -> None:
     async def body() -> None:
         limits = ConnectionLimits(head_timeout=0.3)
-        protocol, transport = connect(keep_alive=0.05, limits=limits)
-        protocol.data_received(POST)
-        await settle()
+        protocol, transport = await posted(keep_alive=0.05, limits=limits)
         protocol.data_received(b"POST /p HTTP/1.1\r\n")  # a head that is slow to come
         await asyncio.sleep(0.15)
         assert not transport.closed  # past the keep-alive timeout, within the head's
@@ -158,9 +161,7 @@ def test_an_app_that_fails_after_its_head_has_the_head_written_and_the_connectio
         raise RuntimeError("boom")
 
     async def body() -> None:
-        protocol, transport = connect(app=failing)
-        protocol.data_received(POST)
-        await settle()
+        protocol, transport = await posted(app=failing)
         assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
         assert transport.closed
     run(body)
@@ -181,9 +182,7 @@ def test_a_prediction_waited_on_hears_of_the_lost_connection_at_once() -> None:
             seen["prediction"] = prediction = Prediction()
             seen["result"] = await wait_or_disconnect(prediction, receive)
 
-        protocol, transport = connect(app=app)
-        protocol.data_received(POST)
-        await settle()
+        protocol, transport = await posted(app=app)
         assert "result" not in seen  # waiting
         protocol.connection_lost(None)
         await settle()
@@ -191,9 +190,7 @@ def test_a_prediction_waited_on_hears_of_the_lost_connection_at_once() -> None:
         assert not seen["prediction"].done.done()
         assert not seen["prediction"].done._callbacks  # its callback was taken off
 
-        protocol, transport = connect(app=app)
-        protocol.data_received(POST)
-        await settle()
+        protocol, transport = await posted(app=app)
         seen["prediction"].done.set_result(None)
         await settle()
         assert seen["result"] is True
@@ -208,9 +205,7 @@ def test_send_json_is_one_write_and_waits_for_a_paused_transport() -> None:
         await send_json(send, 201, {"a": 1}, [(b"x-extra", b"yes")])
 
     async def body() -> None:
-        protocol, transport = connect(app=app)
-        protocol.data_received(POST)
-        await settle()
+        protocol, transport = await posted(app=app)
         assert transport.writes == [
             b"HTTP/1.1 201 Created\r\ndate: Tue, 24 Nov 2026 19:00:00 GMT\r\n"
             b"content-type: application/json\r\ncontent-length: 7\r\nx-extra: yes\r\n\r\n"
