@@ -93,6 +93,20 @@ def test_body_over_limit_is_413(serve):
     assert r.status_code == 200 and r.json()["output"] == "SMALL"
 
 
+def test_body_over_limit_without_a_length_is_413(serve):
+    # chunked: no Content-Length to refuse it by, and the whole body in the server's
+    # first read (it was let through whole before)
+    server = serve("sleepy", "--max-body-bytes", "1000")
+    body = json.dumps({"input": {"text": "x" * 2000}}).encode()
+    r = server.client.post("/predictions", content=iter([body]),
+                           headers={"Content-Type": "application/json"})
+    assert r.request.headers.get("transfer-encoding") == "chunked"
+    assert r.status_code == 413
+    assert r.json()["error"] == "Request body exceeds the limit of 1000 bytes"
+    r = server.predict(text="small")
+    assert r.status_code == 200 and r.json()["output"] == "SMALL"
+
+
 def test_sequential_client_never_sees_409(serve):
     server = serve("sleepy")
     codes = [server.predict(text=str(i)).status_code for i in range(200)]

@@ -120,12 +120,14 @@ async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
                                 f"{limit} bytes")
     message = await receive()
     body: bytes = message.get("body", b"")
+    size = len(body)
+    if size > limit:  # no Content-Length (chunked), and past the limit in the first read
+        raise RequestError(413, f"Request body exceeds the limit of {limit} bytes")
     if not message.get("more_body"):
         if not body and length not in (None, "0") and header(scope, b"upgrade") is not None:
             raise RequestError(400, UPGRADE_BODY_LOST)
         return body
     chunks = [body]
-    size = len(body)
     while message.get("more_body"):
         message = await receive()
         if message["type"] == "http.disconnect":
