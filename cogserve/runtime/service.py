@@ -39,19 +39,20 @@ from cogserve.protocol import Mode
 from cogserve.runtime import ids
 from cogserve.runtime.errors import (
     AlreadyRunning,
-    NotReady,
     StoreUnavailable,
     UnknownPrediction,
 )
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.found import Finished, Found, Queued, Running
-from cogserve.runtime.health import Capacity, HealthSnapshot, QueueView
+from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import EventHistory
-from cogserve.runtime.links import HEALTH_OF, SlotsOf, WorkerReports, not_ready, worker_views
+from cogserve.runtime.links import SlotsOf, WorkerReports
+from cogserve.runtime.model_view import ModelView
 from cogserve.runtime.outputs import FileOutputs
 from cogserve.runtime.pool import WorkerState
 from cogserve.runtime.prediction import Listener, Prediction
-from cogserve.runtime.predictions import Predictions
+from cogserve.runtime.predictions import Predictions, drain
+from cogserve.runtime.readiness import Readiness
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.resolver import Resolver
 from cogserve.runtime.settings import Settings
@@ -59,7 +60,7 @@ from cogserve.runtime.setup_report import SetupView
 from cogserve.runtime.store.keeper import Store
 from cogserve.runtime.supervisor import Spawner, WorkerProcess
 from cogserve.runtime.workers import ModelInfo, Workers
-from cogserve.states import SERVING, Health, Status
+from cogserve.states import Health
 from cogserve.validation import FieldError, InputValidator
 
 if TYPE_CHECKING:
@@ -96,15 +97,18 @@ class Service:
         self.durable = durable
         if durable is not None:
             self._predictions.record_start = durable.record_start
-        self._validators: dict[Mode, InputValidator] = {}
-        self._iterators: dict[Mode, bool] = {}
-        self._model: ModelInfo | None = None
+        self._model = ModelView()
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
         # awaited when the server starts, before the workers (the store's recovery)
         self.on_start: list[Callable[[], Awaitable[None]]] = []
         self._started = False
+        self._readiness = Readiness(self._workers, self._predictions, self._store,
+                                    settings.queue_size)
+        # asked per request, and per metrics scrape: bound once
+        self.check_accepting = self._readiness.check_accepting
+        self.capacity = self._readiness.capacity
 
     # ------------------------------------------------------------ lifecycle
 
@@ -157,19 +161,9 @@ class Service:
         which must fit in the orchestrator's grace period (Kubernetes:
         terminationGracePeriodSeconds, default 30 s, after which it sends SIGKILL).
         """
-        predictions = self._predictions
-        if not await predictions.settled(self.settings.drain_timeout):
-            running = list(predictions.running.values())
-            log.warning("drain timeout (%gs, COGSERVE_DRAIN_TIMEOUT): canceling %d "
-                        "predictions still running", self.settings.drain_timeout, len(running))
-            for prediction in running:
-                predictions.cancel(prediction.id)
-            if not await predictions.settled(self.settings.cancel_timeout):
-                for prediction in list(predictions.running.values()):
-                    predictions.complete(prediction, Status.FAILED, "prediction failed: the "
-                                         "server shut down before it finished (it ignored the "
-                                         "cancel that followed the drain timeout)")
-                self.kill_workers()
+        if not await drain(self._predictions, self.settings.drain_timeout,
+                           self.settings.cancel_timeout):
+            self.kill_workers()
         for hook in self.on_drain:
             await hook()
 
@@ -181,20 +175,20 @@ class Service:
 
     @property
     def schema(self) -> dict[str, Any] | None:
-        return self._model.schema if self._model is not None else None
+        return self._model.schema
 
     @property
     def streaming(self) -> bool:
-        return self._model is not None and self._model.streaming
+        return self._model.streaming
 
     @property
     def versions(self) -> dict[str, str]:
-        return self._model.versions if self._model is not None else {}
+        return self._model.versions
 
     @property
     def descriptions(self) -> dict[str, str]:
         """The entry points' docstrings by `Mode`, as the worker reported them."""
-        return self._model.descriptions if self._model is not None else {}
+        return self._model.descriptions
 
     @property
     def model_name(self) -> str:
@@ -220,18 +214,7 @@ class Service:
         return self._workers.tmp_root
 
     def _on_schema(self, model: ModelInfo) -> None:
-        self._model = model
-        components = model.schema["components"]["schemas"]
-        validators = {}
-        if "Input" in components:  # not for a train-only model
-            validators[Mode.PREDICT] = InputValidator(model.schema)
-        if "TrainingInput" in components:
-            validators[Mode.TRAIN] = InputValidator(model.schema, "TrainingInput")
-        self._validators = validators
-        # whether each mode's output is an iterator (read per prediction)
-        self._iterators = {
-            mode: components.get(name, {}).get("x-cog-array-type") == "iterator"
-            for mode, name in ((Mode.PREDICT, "Output"), (Mode.TRAIN, "TrainingOutput"))}
+        self._model.update(model)
         self._predictions.configure_batching(model.batch)
         for callback in self.on_schema:
             callback()
@@ -251,75 +234,32 @@ class Service:
     @property
     def status(self) -> Health:
         """The server's state: derived from its workers' (see `Pool.state`)."""
-        return HEALTH_OF[self._workers.pool.state]
+        return self._readiness.status
 
     @property
     def current_health(self) -> Health:
         """`status`, with BUSY for READY with every slot taken and no place in the queue."""
-        status = self.status
-        if status is Health.READY and self._workers.pool.free <= 0 \
-                and self._predictions.queue_full:
-            return Health.BUSY
-        return status
+        return self._readiness.current
 
     @property
     def restarting(self) -> bool:
-        """No worker can serve right now, but the server was serving and a worker is on
-        its way back (restarted after an ignored cancel, replaced after a crash, reloaded).
-
-        A prediction then meets a slot that is not free yet, not a server that is not
-        ready: it waits in the queue for the new worker (`--queue-size`), or without a
-        queue gets 409, which is what Cog answers while its only slot is held (a run()
-        that ignores a cancel keeps it). Health stays STARTING meanwhile, so readiness
-        probes send new traffic elsewhere.
-        """
-        return self._workers.served and self.status is Health.STARTING
+        """A worker is on its way back (see `Readiness.restarting`)."""
+        return self._readiness.restarting
 
     async def health(self) -> HealthSnapshot:
         """The health now; runs the model's healthcheck() when it has one and serves."""
-        status = self.current_health
-        error = None
-        if status in SERVING and self._model is not None and self._model.has_healthcheck:
-            error = await self._workers.user_healthcheck()
-            if error is not None:
-                status = Health.UNHEALTHY
-        store_error = self._store.failure
-        if store_error is not None and status in SERVING:
-            status = Health.UNHEALTHY  # until the store answers again
-        backlog = self._predictions.backlog
-        pool = self._workers.pool
-        return HealthSnapshot(
-            status, self.setup, self.versions, error,
-            # a @batch model's own waiting area is no queue the user asked for
-            QueueView(len(backlog), backlog.capacity)
-            if backlog is not None and self.settings.queue_size > 0 else None,
-            worker_views(pool) if len(pool) > 1 else None, store_error)
-
-    def capacity(self) -> Capacity:
-        ready = [m for m in self._workers.pool.members if m.state is WorkerState.READY]
-        backlog = self._predictions.backlog
-        return Capacity(sum(m.slots for m in ready), sum(m.in_use for m in ready), len(ready),
-                        len(backlog) if backlog is not None else 0)
+        return await self._readiness.snapshot(
+            self.setup, self.versions,
+            self._workers.user_healthcheck if self._model.has_healthcheck else None)
 
     # ------------------------------------------------------------ predictions
 
-    def check_accepting(self) -> None:
-        """Raise NotReady unless a prediction could be created now (slots aside)."""
-        workers = self._workers
-        if workers.shutting_down:
-            raise NotReady("The server is shutting down", None)
-        if workers.pool.state is WorkerState.READY:  # asked per request: READY, at once
-            return
-        status = self.status
-        if status is not Health.READY and not self.restarting:
-            raise NotReady(not_ready(status, self.fatal_reason), status)
-
     def validate(self, raw_input: Any, mode: Mode = Mode.PREDICT) -> list[FieldError]:
-        return self._validators[mode].validate(raw_input)
+        return self._model.validators[mode].validate(raw_input)
 
     def validator(self, mode: Mode) -> InputValidator:
         """The compiled input schema of `mode` (the CLI coerces `-i` values with it)."""
-        return self._validators[mode]
+        return self._model.validators[mode]
 
     def check_capacity(self) -> None:
         """Raise what create() would for want of a slot (AtCapacity) or of a place in the
@@ -354,9 +294,9 @@ class Service:
         raw_input = request.input
         prediction = Prediction(
             prediction_id,
-            self._validators[mode].redact(raw_input),
+            model.validators[mode].redact(raw_input),
             kind=request.kind,
-            iterator=self._iterators.get(mode, False),
+            iterator=model.iterators.get(mode, False),
             webhook=request.webhook,
             webhook_events_filter=request.webhook_events_filter,
             output_file_prefix=request.output_file_prefix,
@@ -367,7 +307,7 @@ class Service:
         prediction.timeout = min(timeout, limit) if timeout and limit else (timeout or limit)
         for listener in listeners or ():
             prediction.subscribe(listener)
-        if model is not None and model.streaming:  # SSE replay; other models pay nothing
+        if model.streaming:  # SSE replay; other models pay nothing
             prediction.subscribe(EventHistory(settings.stream_history,
                                               settings.stream_history_bytes))
         if remember:  # last: on `completed` the SSE history above is already complete

@@ -23,7 +23,7 @@ import datetime
 import logging
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
@@ -34,11 +34,36 @@ from cogserve.runtime.store.interface import Claimed, Hook, Record, Stage, Write
 from cogserve.states import SERVING, Status, WebhookEvent
 
 if TYPE_CHECKING:
-    from cogserve.runtime.service import Service
+    from collections.abc import Sequence
+
+    from cogserve.runtime.prediction import Listener, Prediction
     from cogserve.runtime.store.durable import Durable
-    from cogserve.runtime.webhooks import Webhooks
+    from cogserve.states import Health
 
 log = logging.getLogger("cogserve")
+
+
+class Service(Protocol):
+    """What recovery asks of the facade (`runtime/service.py`, which imports this
+    package: a protocol keeps the layers acyclic)."""
+
+    @property
+    def ready(self) -> asyncio.Event: ...
+    @property
+    def status(self) -> Health: ...
+    @property
+    def restarting(self) -> bool: ...
+    @property
+    def fatal_reason(self) -> str | None: ...
+    def create(self, request: PredictionRequest, *, listeners: list[Listener] | None = None,
+               remember: bool = False) -> Prediction: ...
+
+
+class Webhooks(Protocol):
+    """What recovery asks of the webhook senders (`runtime/webhooks.py`)."""
+
+    def listener(self, url: str, events: frozenset[WebhookEvent] | None) -> Listener: ...
+    def resume(self, hooks: Sequence[Hook]) -> None: ...
 
 STOPPED = ("prediction failed: the server stopped while it ran (its process ended before "
            "the prediction finished)")
