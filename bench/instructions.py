@@ -57,7 +57,7 @@ CLIENTS = 8  # mix: concurrent clients, as in scenario 2
 _TOTAL = re.compile(rb"^(?:summary|totals): (\d+)", re.M)
 IDLE_S = 5.0  # seconds of idle counted, for the idle rate
 # the default prediction store writes finished sync predictions within a second
-# (runtime/durable.py SYNC_FLUSH): the idle rate is taken once the warm-up's are written,
+# (runtime/store/durable.py SYNC_FLUSH): the idle rate is taken once the warm-up's are written,
 # and the measured count includes the writing of its own last ones
 SETTLE_S = 2.5
 

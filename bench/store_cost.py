@@ -65,11 +65,11 @@ def _ready(status: int, body: bytes) -> bool:
 def in_process(folder: pathlib.Path, redis_url: str) -> None:
     import asyncio
 
-    from cogserve.runtime.durable import SYNC_BATCH, Durable
     from cogserve.runtime.prediction import Prediction
-    from cogserve.runtime.records import Bounds, Finished, PredictionStore, Row
-    from cogserve.runtime.redis_store import RedisStore
-    from cogserve.runtime.sqlite_store import SQLiteStore
+    from cogserve.runtime.store.durable import SYNC_BATCH, Durable
+    from cogserve.runtime.store.interface import Bounds, FinishedBatch, PredictionStore, Row
+    from cogserve.runtime.store.redis_backend import RedisStore
+    from cogserve.runtime.store.sqlite_backend import SQLiteStore
     from cogserve.states import Event
 
     bounds = Bounds(1000, 64 << 20)
@@ -112,13 +112,13 @@ def in_process(folder: pathlib.Path, redis_url: str) -> None:
     filler = asyncio.run(finished(bounds.count + SYNC_BATCH))
     for name, store in stores.items():
         for i in range(0, len(filler), SYNC_BATCH):  # at the bound: each row evicts one
-            store.write([Finished(filler[i:i + SYNC_BATCH])], bounds, "bench")
+            store.write([FinishedBatch(filler[i:i + SYNC_BATCH])], bounds, "bench")
         best = float("inf")
         for _ in range(7):
             rows = asyncio.run(finished(SYNC_BATCH * 4))
             start = time.thread_time()
             for i in range(0, len(rows), SYNC_BATCH):  # as the writer thread does
-                store.write([Finished(rows[i:i + SYNC_BATCH])], bounds, "bench")
+                store.write([FinishedBatch(rows[i:i + SYNC_BATCH])], bounds, "bench")
             best = min(best, (time.thread_time() - start) / len(rows))
         store.close("bench")
         print(f"writer thread, {name}: {best * 1e6:.2f} us of CPU per prediction "

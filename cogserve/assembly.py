@@ -31,7 +31,7 @@ from cogserve.runtime.settings import ObservabilityOptions, Settings
 if TYPE_CHECKING:
     from cogserve.http.app import App
     from cogserve.http.asgi import ASGIApp
-    from cogserve.runtime.durable import Durable
+    from cogserve.runtime.store.durable import Durable
 
 WEBHOOK_DRAIN_SECONDS = 10.0
 DEFAULT_MAX_BODY = 128 * 1024 * 1024
@@ -65,16 +65,9 @@ def build_service(config: ModelConfig, settings: Settings) -> Runtime:
 def open_durable(config: ModelConfig, settings: Settings) -> Durable | None:
     """The durable side of `--store` (None for `memory`); its keys in a shared store
     are the model's name (`Service.model_name`)."""
-    from cogserve.runtime import store_choice
-    from cogserve.runtime.durable import Durable
-    from cogserve.runtime.records import Bounds
+    from cogserve.runtime.store import backends
 
-    store = store_choice.open_store(settings.store,
-                                    settings.model_name or config.default_name())
-    if store is None:
-        return None
-    return Durable(store, Bounds(settings.recent_count, settings.recent_bytes,
-                                 settings.recent_age), settings.store_lease)
+    return backends.open_durable(settings, settings.model_name or config.default_name())
 
 
 def wire(service: Service) -> Runtime:
@@ -87,7 +80,7 @@ def wire(service: Service) -> Runtime:
                                 bus=service.events, durable=service.durable)
     service.on_drain.append(lambda: senders.drain(WEBHOOK_DRAIN_SECONDS))
     if service.durable is not None:  # at start: take over what a dead server left
-        from cogserve.runtime.recovery import Recovery
+        from cogserve.runtime.store.recovery import Recovery
 
         service.on_start.append(Recovery(service, service.durable, senders).start)
     metrics = observability.metrics_feed(

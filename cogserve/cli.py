@@ -25,7 +25,7 @@ from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
 from cogserve.log_writer import BackgroundLogHandler
 from cogserve.protocol import Mode
-from cogserve.runtime.records import StoreError
+from cogserve.runtime.errors import StoreError
 from cogserve.states import Event
 
 if TYPE_CHECKING:  # for annotations only: each command imports its modules where used
@@ -285,7 +285,6 @@ def _mount_weights(config: ModelConfig) -> None:
 def _serve(args: argparse.Namespace) -> None:
     from cogserve import assembly
     from cogserve.runtime import settings as runtime_settings
-    from cogserve.runtime import store_choice
     from cogserve.runtime.settings import ObservabilityOptions
 
     config = load_config(args.directory, args.predictor)
@@ -298,7 +297,7 @@ def _serve(args: argparse.Namespace) -> None:
     settings.playground = args.playground
     settings.mcp = args.mcp
     _apply_capacity(args, settings)
-    settings.store = store_choice.choose(
+    settings.store = runtime_settings.choose_store(
         args.store if args.store is not None else env_text("COGSERVE_STORE"),
         config.directory, args.port)
     settings.observability = ObservabilityOptions.from_env(
@@ -458,6 +457,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
     from cogserve.envs.command import to_stderr
     from cogserve.runtime import settings as runtime_settings
     from cogserve.runtime.errors import Refusal
+    from cogserve.runtime.request import PredictionRequest
     from cogserve.runtime.service import Service
     from cogserve.states import Health
 
@@ -513,7 +513,8 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
         return 1
     output_schema = components.get("TrainingOutput" if mode is Mode.TRAIN else "Output", {})
     try:
-        prediction = service.create(service.new_id(), raw, mode=mode, listeners=[_print_logs])
+        prediction = service.create(PredictionRequest(raw, id=service.new_id(), mode=mode),
+                                    listeners=[_print_logs])
     except Refusal as exc:  # the CLI's one mapping of what the runtime refuses
         print(f"error: {exc}", file=sys.stderr)
         await service.stop()

@@ -23,7 +23,7 @@ from harness import Server
 from receiver import Receiver
 from redisproc import RedisProcess
 
-from cogserve.runtime.store_choice import default_path
+from cogserve.runtime.settings import default_store_path as default_path
 
 ASYNC = {"Prefer": "respond-async"}
 STOPPED = "the server stopped while it ran"

@@ -1,6 +1,6 @@
 """Recently finished predictions (an addition to Cog's API): GET /predictions/{id}, a
 retried PUT answered from the store without running the model, cancel of a finished id,
-eviction by count and by bytes (cogserve/runtime/store.py)."""
+eviction by count and by bytes (cogserve/runtime/store/cache.py)."""
 
 from __future__ import annotations
 

@@ -259,7 +259,7 @@ KNOWN: dict[str, Known] = {
         "spec README additions: GET /predictions/{id} exists (404 for an unknown id), so "
         "405's Allow names GET and HEAD too", _get_prediction),
     "list_predictions": Known(
-        "issue 27 (README 'Beyond Cog's API', docs/architecture.md runtime/listing.py): GET "
+        "issue 27 (README 'Beyond Cog's API', docs/architecture.md runtime/store/listing.py): GET "
         "/predictions (and /trainings) lists them by status, "
         "newest first, paged (coglet answers 405, allow POST), so a 405's Allow names GET and "
         "HEAD too", _list_predictions),

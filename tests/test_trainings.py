@@ -98,7 +98,7 @@ def test_cancel_a_training(serve, receiver, model, inputs):
     assert "training canceled" in final["logs"]
     assert server.worker_pids() == [worker]  # honoured, not killed
     server.wait_for("READY")
-    # a cancel of a finished training is 200 and changes nothing (runtime/store.py)
+    # a cancel of a finished training is 200 and changes nothing (runtime/store/cache.py)
     assert server.client.post("/trainings/tc/cancel").status_code == 200
     assert server.client.get("/trainings/tc").json()["status"] == "canceled"
     r = server.client.post("/trainings", json={"input": {"text": "next"}})

@@ -120,7 +120,6 @@ class CogserveReplica:
         from cogserve.config import load_config
         from cogserve.envvars import env_text
         from cogserve.runtime import settings as runtime_settings
-        from cogserve.runtime import store_choice
 
         config = load_config(directory, predictor)
         settings = runtime_settings.for_model(config)  # with cog.yaml's packages (#18)
@@ -135,7 +134,7 @@ class CogserveReplica:
         # one (redis://...: shared by the replicas), else memory
         stored = env_text("COGSERVE_STORE")
         if stored:
-            settings.store = store_choice.choose(stored, config.directory, 0)
+            settings.store = runtime_settings.choose_store(stored, config.directory, 0)
         app, self.service, _ = assembly.build(config, settings)
         await self.service.start()
         await self.service.ready.wait()

@@ -89,11 +89,6 @@ class App:
         """The route a path takes: its template, handlers and parameters."""
         return self.router.match(path) or NOT_FOUND
 
-    def route_of(self, path: str) -> str:
-        """The route template a path matches (`/predictions/{prediction_id}`), the label of
-        metrics and logs: a small fixed set, never the ids themselves."""
-        return self.match(path).template
-
     async def respond(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one HTTP request from its route (`__call__` matched it); refusals and
         unexpected errors become JSON answers, unknown routes and methods bodiless ones

@@ -10,7 +10,6 @@ arrives as a `Refusal`; `refusal_response` is the one place it becomes Cog's ans
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,14 +30,21 @@ from cogserve.http.responses import (
     send_json,
 )
 from cogserve.protocol import Mode
-from cogserve.runtime.errors import AtCapacity, InputNotSendable, Refusal, UnknownPrediction
+from cogserve.runtime.errors import (
+    AtCapacity,
+    EvictedPrediction,
+    InputNotSendable,
+    NothingToCancel,
+    Refusal,
+    RunningElsewhere,
+    UnknownPrediction,
+)
+from cogserve.runtime.found import Evicted, Finished, Queued, Running, Stored
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import encoded_frame
 from cogserve.runtime.prediction import Listener, Prediction
-from cogserve.runtime.records import Record, Stage, StoreError
-from cogserve.runtime.recovery import KEPT_REQUEST_BYTES, StoredRequest
+from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
-from cogserve.runtime.store import Finished
 from cogserve.states import Status, WebhookEvent
 from cogserve.validation import ErrorKind, FieldError
 
@@ -66,8 +72,12 @@ def _refusal_response(exc: Refusal) -> HTTPError:
     body: dict[str, Any]
     if isinstance(exc, InputNotSendable):  # as a validation error of the input
         body = {"detail": [{"loc": ["body", "input"], "type": "value_error", "msg": str(exc)}]}
+    elif isinstance(exc, NothingToCancel):  # the reference's answer for an id it does not know
+        body = {}
     elif isinstance(exc, UnknownPrediction):
         body = {"error": str(exc)}
+    elif isinstance(exc, RunningElsewhere):  # its state as stored
+        body = {"error": str(exc), "status": exc.status}
     else:
         body = {"error": str(exc), "status": Status.FAILED}
     return HTTPError(status, body, headers)
@@ -153,20 +163,18 @@ class CogRoutes:
             if body_id is not None and body_id != path_id:
                 raise HTTPError(422, _detail([("body", "id"), "prediction ID must match the ID "
                                               "supplied in the URL", "value_error"]))
-            existing = service.running(path_id)
-            if existing is not None:
-                scope[PREDICTION_KEY] = existing
-                await self._respond(scope, receive, send, existing, respond_async, wants_sse,
-                                    created=False)
-                return
-            finished = service.finished(path_id, _kind(mode))
-            if finished is not None:  # a retry of a finished id: answered, never run again
-                await _respond_finished(send, finished, respond_async, wants_sse)
-                return
-            stored = await self._stored(path_id, mode)  # before a restart, or a replica's
-            if stored is not None:
-                await _respond_stored(send, stored, respond_async, wants_sse)
-                return
+            match await service.lookup(path_id, _kind(mode), evictions=False):
+                case Running(existing) | Queued(existing):
+                    scope[PREDICTION_KEY] = existing
+                    await self._respond(scope, receive, send, existing, respond_async,
+                                        wants_sse, created=False)
+                    return
+                case Finished() as finished:  # a retry of a finished id: never run again
+                    await _respond_finished(send, finished, respond_async, wants_sse)
+                    return
+                case Stored() as stored:  # before a restart, or a replica's
+                    await _respond_stored(send, stored, respond_async, wants_sse)
+                    return
         elif body_id is not None:
             if not _ID.match(body_id):
                 raise HTTPError(422, _detail([("body", "id"), _ID_RULE, "value_error"]))
@@ -190,35 +198,25 @@ class CogRoutes:
                 for e in errors
             ]})
         # accepted asynchronously: with a durable store, written before it is answered
-        durable = service.durable if respond_async or webhook else None
-        if durable is not None and durable.failure is not None:
-            raise _store_unavailable(durable.failure)
+        recorded = bool(respond_async or webhook)
+        if recorded:
+            service.check_store()
         timeout = request_timeout(scope)  # 400 for a bad header, before any refusal below
         listeners: list[Listener] = []
         if webhook and self.webhook_listener is not None:
             listeners.append(self.webhook_listener(webhook, events))
         context = {name: value.decode("latin-1") for name, key in _TRACE_CONTEXT
                    if (value := headers.get(key)) is not None}
-        prediction = service.create(  # without an id, one is made once it has a place
-            prediction_id, raw_input, mode=mode, webhook=webhook,
+        request = PredictionRequest(  # without an id, one is made once it has a place
+            raw_input, id=prediction_id, mode=mode, webhook=webhook,
             webhook_events_filter=events, output_file_prefix=prefix,
-            context=context, listeners=listeners, remember=True,
-            model_context=model_context, timeout=timeout,
-        )
+            context=context or None, model_context=model_context, timeout=timeout)
+        prediction = service.create(request, listeners=listeners, remember=True)
         scope[PREDICTION_KEY] = prediction
-        if durable is not None:
-            # what makes it again after a crash (its input unless too big to keep)
-            request = StoredRequest(mode, raw_input if body_size <= KEPT_REQUEST_BYTES else None,
-                                    webhook, events, prefix, context or None, model_context,
-                                    timeout)
-            try:
-                accepted = await durable.accept(prediction, request.encode())
-            except StoreError as exc:  # not accepted: it must not run unrecorded
-                with contextlib.suppress(UnknownPrediction):
-                    service.cancel(prediction.id)
-                raise _store_unavailable(str(exc)) from None
-            if respond_async and not wants_sse:  # as it was when accepted, as without a store
-                await send_json(send, 202, accepted)
+        if recorded:  # written before it is answered (with a durable store)
+            accepted = await service.accept(prediction, request, body_size)
+            if accepted is not None and respond_async and not wants_sse:
+                await send_json(send, 202, accepted)  # as it was when accepted
                 return
         await self._respond(scope, receive, send, prediction, respond_async, wants_sse,
                             created=True)
@@ -248,21 +246,23 @@ class CogRoutes:
         frame already on its way). The wait is bounded: a run() that ignores the cancel
         has its worker stopped after COGSERVE_CANCEL_TIMEOUT.
         """
-        scope[PREDICTION_KEY] = self.service.running(prediction_id)
-        running = await self.service.cancel_and_wait(prediction_id)
-        finished = self.service.finished(prediction_id, _kind(mode))
-        if finished is not None:
-            await send_json(send, 200, finished.body)
-        elif running is not None:  # still ending (past the bound): its state as it is now
-            await send_json(send, 200, running.to_dict())
-        elif (stored := await self._stored(prediction_id, mode)) is not None:
-            if stored.stage is not Stage.FINISHED:  # a replica runs it: cancel it there
-                raise HTTPError(409, {"error": f"{_kind(mode).capitalize()} {prediction_id!r} is "
-                                               "running on another server",
-                                      "status": stored.status})
-            await send_json(send, 200, stored.body)
-        else:  # the reference's answer for an id it does not know
-            raise HTTPError(404, {})
+        service = self.service
+        scope[PREDICTION_KEY] = service.running(prediction_id)
+        running = await service.cancel_and_wait(prediction_id)
+        kind = _kind(mode)
+        match await service.lookup(prediction_id, kind, evictions=False):
+            case Finished(body=body):
+                await send_json(send, 200, body)
+            case Running(ending) | Queued(ending):  # still ending (past the bound): as it is
+                await send_json(send, 200, ending.to_dict())
+            case _ if running is not None:  # ended, but kept nowhere (too big to keep)
+                await send_json(send, 200, running.to_dict())
+            case Stored(final=False, status=status):  # a replica runs it: cancel it there
+                raise RunningElsewhere(prediction_id, kind, status)
+            case Stored(body=body):
+                await send_json(send, 200, body)
+            case _:
+                raise NothingToCancel(prediction_id, kind)
 
     async def get(self, scope: Scope, receive: Receive, send: Send,
                   prediction_id: str, mode: Mode = Mode.PREDICT) -> None:
@@ -271,41 +271,15 @@ class CogRoutes:
         Not in Cog's API: an addition for clients that poll instead of taking a webhook.
         """
         kind = _kind(mode)
-        running = self.service.running(prediction_id)
-        if running is not None and running.kind == kind:
-            await send_json(send, 200, running.to_dict())
-            return
-        finished = self.service.finished(prediction_id, kind)
-        if finished is not None:
-            await send_json(send, 200, finished.body)
-            return
-        stored = await self._stored(prediction_id, mode)
-        if stored is not None:
-            await send_json(send, 200, stored.body)
-            return
-        bounds = self.service.evicted(prediction_id)
-        durable = self.service.durable
-        if bounds is None and durable is not None and await durable.was_evicted(prediction_id):
-            bounds = durable.describe_bounds()
-        if bounds is not None:
-            raise HTTPError(404, {"error": f"{kind.capitalize()} {prediction_id!r} finished but "
-                                           f"was evicted from the store of recent ones: "
-                                           f"{bounds}"})
-        raise HTTPError(404, {"error": f"No {kind} with id {prediction_id!r} is running or "
-                                       "recently finished"})
-
-
-    async def _stored(self, prediction_id: str, mode: Mode) -> Record | None:
-        """The durable store's record of an id this server does not hold (it ran before
-        a restart, or on a replica); None without a store."""
-        durable = self.service.durable
-        if durable is None or self.service.evicted(prediction_id) is not None:
-            return None  # evicted here: the store's copy (batched) goes the same way
-        try:
-            stored = await durable.get(prediction_id)
-        except StoreError as exc:
-            raise _store_unavailable(str(exc)) from None
-        return stored if stored is not None and stored.kind == _kind(mode) else None
+        match await self.service.lookup(prediction_id, kind, same_kind=True):
+            case Running(prediction) | Queued(prediction):
+                await send_json(send, 200, prediction.to_dict())
+            case Finished(body=body) | Stored(body=body):
+                await send_json(send, 200, body)
+            case Evicted(bounds):
+                raise EvictedPrediction(prediction_id, kind, bounds)
+            case _:
+                raise UnknownPrediction(prediction_id, kind, recently=True)
 
     async def index(self, scope: Scope, receive: Receive, send: Send,
                    mode: Mode = Mode.PREDICT) -> None:
@@ -325,8 +299,6 @@ class CogRoutes:
             page = await self.service.page(kind, status, limit, cursor)
         except ValueError:
             raise HTTPError(400, {"error": "cursor is not one this server gave"}) from None
-        except StoreError as exc:
-            raise _store_unavailable(str(exc)) from None
         following = None
         if page.next is not None:
             following = scope["path"] + "?" + urlencode(
@@ -361,17 +333,12 @@ _AT_CAPACITY = HTTPError(_at_capacity.status, orjson.dumps(_at_capacity.body),
                          _at_capacity.headers)
 
 
-def _store_unavailable(reason: str) -> HTTPError:
-    return HTTPError(503, {"error": f"the prediction store is unavailable: {reason}",
-                           "status": Status.FAILED})
-
-
-async def _respond_stored(send: Send, stored: Record, respond_async: bool,
+async def _respond_stored(send: Send, stored: Stored, respond_async: bool,
                           wants_sse: bool) -> None:
     """A retried PUT of an id the store holds: never run again. Finished: its final
     object (an SSE client gets its `completed` event); still running on a replica:
     its state as stored, `202`."""
-    if stored.stage is not Stage.FINISHED:
+    if not stored.final:
         await send_json(send, 202, stored.body)
     elif wants_sse:
         from cogserve.http.sse import replay_finished

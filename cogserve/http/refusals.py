@@ -10,10 +10,14 @@ from __future__ import annotations
 from cogserve.runtime.errors import (
     AlreadyRunning,
     AtCapacity,
+    EvictedPrediction,
     InputNotSendable,
+    NothingToCancel,
     NotReady,
     QueueFull,
     Refusal,
+    RunningElsewhere,
+    StoreUnavailable,
     UnknownPrediction,
 )
 
@@ -24,6 +28,10 @@ STATUS: dict[type[Refusal], int] = {
     QueueFull: 429,
     InputNotSendable: 422,
     UnknownPrediction: 404,
+    NothingToCancel: 404,
+    EvictedPrediction: 404,
+    RunningElsewhere: 409,
+    StoreUnavailable: 503,
 }
 OTHER = 400  # a Refusal kind added without a row here
 

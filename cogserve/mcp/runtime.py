@@ -18,6 +18,7 @@ from cogserve.http.disconnect import abandon
 from cogserve.mcp.tools import Tool, tools_of
 from cogserve.runtime.errors import NotReady
 from cogserve.runtime.prediction import Listener, Prediction
+from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 
 
@@ -55,9 +56,9 @@ class Runtime:
         service = self.service
         service.check_accepting()
         check_inputs(arguments, service.validator(tool.mode))
-        return service.create(service.new_id(), arguments,
-                              mode=tool.mode, listeners=[listener] if listener else None,
-                              remember=True, timeout=timeout)
+        return service.create(
+            PredictionRequest(arguments, id=service.new_id(), mode=tool.mode, timeout=timeout),
+            listeners=[listener] if listener else None, remember=True)
 
     def cancel(self, prediction: Prediction) -> None:
         """The call was cancelled: cancel its prediction if it still runs (the model gets

@@ -254,12 +254,6 @@ class Prediction:
     def subscribe(self, listener: Listener) -> None:
         self.listeners.append(listener)
 
-    def unsubscribe(self, listener: Listener) -> None:
-        try:
-            self.listeners.remove(listener)
-        except ValueError:
-            pass
-
     def mark_started(self) -> None:
         """Sent to the worker: the `start` event (status still `starting`, as Cog reports)."""
         self.started_us = now_us()

@@ -217,6 +217,12 @@ class Predictions:
         slot = prediction.slot
         if prediction.terminal or slot is None:
             return
+        self._deliver_queued(prediction, slot, message)
+
+    def _deliver_queued(self, prediction: Prediction, slot: Slot,
+                        message: protocol.Message) -> None:
+        """Deliver a prediction that waited (its client has its 202 or waits): one that
+        cannot be sent fails, and its slot goes back."""
         try:
             self._deliver(prediction, slot, message)
         except (TypeError, OSError) as exc:
@@ -246,11 +252,8 @@ class Predictions:
                     _when_written, asyncio.get_running_loop(), self._start_recorded,
                     prediction, message))
                 continue
-            try:
-                self._hand_off(member, prediction, message)
-            except (TypeError, OSError) as exc:
-                _give_back(prediction)
-                self.complete(prediction, Status.FAILED, f"prediction failed: {exc}")
+            prediction.slot = member.acquire()
+            self._deliver_queued(prediction, prediction.slot, message)
 
     def fail_queued(self, reason: str) -> None:
         if self.backlog is not None:
@@ -430,3 +433,24 @@ def _give_back(prediction: Prediction) -> None:
 def unencodable(exc: TypeError) -> InputNotSendable:
     return InputNotSendable(f"the input cannot be passed to the model: {exc} (JSON nested "
                             "deeper than about 250 levels is refused)")
+
+
+async def drain(predictions: Predictions, drain_timeout: float, cancel_timeout: float
+                ) -> bool:
+    """Let in-flight (and queued) predictions finish within `drain_timeout`; cancel
+    those still running, and fail those that outlive `cancel_timeout` too. False: some
+    ignored their cancel, and their workers must be killed (`Service.drain`)."""
+    if await predictions.settled(drain_timeout):
+        return True
+    running = list(predictions.running.values())
+    log.warning("drain timeout (%gs, COGSERVE_DRAIN_TIMEOUT): canceling %d "
+                "predictions still running", drain_timeout, len(running))
+    for prediction in running:
+        predictions.cancel(prediction.id)
+    if await predictions.settled(cancel_timeout):
+        return True
+    for prediction in list(predictions.running.values()):
+        predictions.complete(prediction, Status.FAILED, "prediction failed: the "
+                             "server shut down before it finished (it ignored the "
+                             "cancel that followed the drain timeout)")
+    return False

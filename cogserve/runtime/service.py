@@ -14,10 +14,15 @@ Public surface:
   `fatal_reason`, `setup` (a `SetupView`), `worker_count`, `tmp_root`
 - health: `status` (stored state), `current_health` (with BUSY), `health()` (a
   `HealthSnapshot`, running the model's healthcheck), `capacity()`
-- predictions: `validate`, `validator`, `check_accepting`, `check_capacity`, `create`, `new_id`,
-  `running`, `finished`, `evicted`, `holds`, `cancel`, `cancel_and_wait`
+- predictions: `validate`, `validator`, `check_accepting`, `check_capacity`,
+  `create` (a `PredictionRequest`, `runtime/request.py`), `new_id`, `cancel`,
+  `cancel_and_wait`
+- one question per id: `lookup` (a `runtime/found.py` answer: running, queued,
+  finished, stored, evicted or unknown); `running`, `finished` and `holds` for the
+  hot paths that need one part of it without awaiting
+- the store (`runtime/store/`): `accept` (an async prediction written before its 202),
+  `check_store`, `page` (GET /predictions); `durable` (None for memory) for the wiring
 - hooks: `events` (the `EventBus`), `resolver`, `on_schema`, `on_drain`, `on_start`
-- the durable store (`--store`): `durable` (None for memory), `page` (GET /predictions)
 """
 
 from __future__ import annotations
@@ -25,41 +30,45 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cogserve import protocol
 from cogserve.config import ModelConfig
 from cogserve.protocol import Mode
-from cogserve.runtime import listing
-from cogserve.runtime.errors import AlreadyRunning, NotReady
+from cogserve.runtime import ids
+from cogserve.runtime.errors import (
+    AlreadyRunning,
+    StoreUnavailable,
+    UnknownPrediction,
+)
 from cogserve.runtime.events import EventBus, RuntimeEvent
-from cogserve.runtime.health import Capacity, HealthSnapshot, QueueView, WorkerView
+from cogserve.runtime.found import Finished, Found, Queued, Running
+from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import EventHistory
+from cogserve.runtime.links import SlotsOf, WorkerReports
+from cogserve.runtime.model_view import ModelView
 from cogserve.runtime.outputs import FileOutputs
-from cogserve.runtime.pool import Member, Pool, WorkerState
+from cogserve.runtime.pool import WorkerState
 from cogserve.runtime.prediction import Listener, Prediction
-from cogserve.runtime.predictions import Predictions
+from cogserve.runtime.predictions import Predictions, drain
+from cogserve.runtime.readiness import Readiness
+from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.resolver import Resolver
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupView
-from cogserve.runtime.store import Finished, FinishedStore
+from cogserve.runtime.store.keeper import Store
 from cogserve.runtime.supervisor import Spawner, WorkerProcess
 from cogserve.runtime.workers import ModelInfo, Workers
-from cogserve.states import SERVING, Health, Status, WebhookEvent
+from cogserve.states import Health
 from cogserve.validation import FieldError, InputValidator
 
 if TYPE_CHECKING:
-    from cogserve.runtime.durable import Durable
-    from cogserve.runtime.records import Page
+    from cogserve.runtime.store.durable import Durable
+    from cogserve.runtime.store.interface import Page
 
 log = logging.getLogger("cogserve")
 CANCEL_SETTLE_MARGIN = 5.0  # seconds past the cancel timeout for a stopped worker to end
-
-
-# byte -> one of base32's 32 lowercase letters and digits (RFC 4648), for new_id
-_ID_LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz234567" * 8)
 
 
 class Service:
@@ -71,30 +80,35 @@ class Service:
         # the parent's name resolution for what connects out (uploads here, webhooks in
         # `assembly`): one per server, so retries to a dead name share its cached answer
         self.resolver = Resolver(settings.url_policy)
-        listener = _Listener(self)
+        listener = WorkerReports(self._on_schema, self._on_settled)
         self._workers = Workers(config, settings, listener, self.events,
                                 spawner=spawner, gate=gate, on_setup_log=on_setup_log)
         self._predictions = Predictions(
-            _SlotsOf(self._workers), self.events,
+            SlotsOf(self._workers), self.events,
             FileOutputs(settings.upload_url, self.events, self.resolver),
             self._workers.tmp_dirs, queue_size=settings.queue_size,
             queue_timeout=settings.queue_timeout, cancel_timeout=settings.cancel_timeout)
         listener.on_data = self._predictions.on_data  # the per-frame path: one call
-        self._recent = FinishedStore(settings.recent_count, settings.recent_bytes)
-        # the durable store (--store; None: memory only), written by its listener; a
-        # queued prediction it keeps starts once its start is written
+        listener.on_lost = self._predictions.on_lost
+        # the recent cache, before the durable store (--store; None: memory only),
+        # written by its listener; a queued prediction it keeps starts once its start
+        # is written
+        self._store = Store(settings.recent_count, settings.recent_bytes, durable)
         self.durable = durable
         if durable is not None:
             self._predictions.record_start = durable.record_start
-        self._validators: dict[Mode, InputValidator] = {}
-        self._iterators: dict[Mode, bool] = {}
-        self._model: ModelInfo | None = None
+        self._model = ModelView()
         self.on_schema: list[Callable[[], None]] = []
         # awaited after the last prediction drained (e.g. queued webhooks get to finish)
         self.on_drain: list[Callable[[], Awaitable[None]]] = []
         # awaited when the server starts, before the workers (the store's recovery)
         self.on_start: list[Callable[[], Awaitable[None]]] = []
         self._started = False
+        self._readiness = Readiness(self._workers, self._predictions, self._store,
+                                    settings.queue_size)
+        # asked per request, and per metrics scrape: bound once
+        self.check_accepting = self._readiness.check_accepting
+        self.capacity = self._readiness.capacity
 
     # ------------------------------------------------------------ lifecycle
 
@@ -131,8 +145,7 @@ class Service:
 
     async def stop(self) -> None:
         await self._workers.stop()
-        if self.durable is not None:
-            await self.durable.close()
+        await self._store.close()
 
     async def reload(self) -> None:
         """New code (--reload): restart every worker, each once its predictions finished."""
@@ -148,19 +161,9 @@ class Service:
         which must fit in the orchestrator's grace period (Kubernetes:
         terminationGracePeriodSeconds, default 30 s, after which it sends SIGKILL).
         """
-        predictions = self._predictions
-        if not await predictions.settled(self.settings.drain_timeout):
-            running = list(predictions.running.values())
-            log.warning("drain timeout (%gs, COGSERVE_DRAIN_TIMEOUT): canceling %d "
-                        "predictions still running", self.settings.drain_timeout, len(running))
-            for prediction in running:
-                predictions.cancel(prediction.id)
-            if not await predictions.settled(self.settings.cancel_timeout):
-                for prediction in list(predictions.running.values()):
-                    predictions.complete(prediction, Status.FAILED, "prediction failed: the "
-                                         "server shut down before it finished (it ignored the "
-                                         "cancel that followed the drain timeout)")
-                self.kill_workers()
+        if not await drain(self._predictions, self.settings.drain_timeout,
+                           self.settings.cancel_timeout):
+            self.kill_workers()
         for hook in self.on_drain:
             await hook()
 
@@ -172,20 +175,20 @@ class Service:
 
     @property
     def schema(self) -> dict[str, Any] | None:
-        return self._model.schema if self._model is not None else None
+        return self._model.schema
 
     @property
     def streaming(self) -> bool:
-        return self._model is not None and self._model.streaming
+        return self._model.streaming
 
     @property
     def versions(self) -> dict[str, str]:
-        return self._model.versions if self._model is not None else {}
+        return self._model.versions
 
     @property
     def descriptions(self) -> dict[str, str]:
         """The entry points' docstrings by `Mode`, as the worker reported them."""
-        return self._model.descriptions if self._model is not None else {}
+        return self._model.descriptions
 
     @property
     def model_name(self) -> str:
@@ -211,18 +214,7 @@ class Service:
         return self._workers.tmp_root
 
     def _on_schema(self, model: ModelInfo) -> None:
-        self._model = model
-        components = model.schema["components"]["schemas"]
-        validators = {}
-        if "Input" in components:  # not for a train-only model
-            validators[Mode.PREDICT] = InputValidator(model.schema)
-        if "TrainingInput" in components:
-            validators[Mode.TRAIN] = InputValidator(model.schema, "TrainingInput")
-        self._validators = validators
-        # whether each mode's output is an iterator (read per prediction)
-        self._iterators = {
-            mode: components.get(name, {}).get("x-cog-array-type") == "iterator"
-            for mode, name in ((Mode.PREDICT, "Output"), (Mode.TRAIN, "TrainingOutput"))}
+        self._model.update(model)
         self._predictions.configure_batching(model.batch)
         for callback in self.on_schema:
             callback()
@@ -242,76 +234,32 @@ class Service:
     @property
     def status(self) -> Health:
         """The server's state: derived from its workers' (see `Pool.state`)."""
-        return _HEALTH_OF[self._workers.pool.state]
+        return self._readiness.status
 
     @property
     def current_health(self) -> Health:
         """`status`, with BUSY for READY with every slot taken and no place in the queue."""
-        status = self.status
-        if status is Health.READY and self._workers.pool.free <= 0 \
-                and self._predictions.queue_full:
-            return Health.BUSY
-        return status
+        return self._readiness.current
 
     @property
     def restarting(self) -> bool:
-        """No worker can serve right now, but the server was serving and a worker is on
-        its way back (restarted after an ignored cancel, replaced after a crash, reloaded).
-
-        A prediction then meets a slot that is not free yet, not a server that is not
-        ready: it waits in the queue for the new worker (`--queue-size`), or without a
-        queue gets 409, which is what Cog answers while its only slot is held (a run()
-        that ignores a cancel keeps it). Health stays STARTING meanwhile, so readiness
-        probes send new traffic elsewhere.
-        """
-        return self._workers.served and self.status is Health.STARTING
+        """A worker is on its way back (see `Readiness.restarting`)."""
+        return self._readiness.restarting
 
     async def health(self) -> HealthSnapshot:
         """The health now; runs the model's healthcheck() when it has one and serves."""
-        status = self.current_health
-        error = None
-        if status in SERVING and self._model is not None and self._model.has_healthcheck:
-            error = await self._workers.user_healthcheck()
-            if error is not None:
-                status = Health.UNHEALTHY
-        durable = self.durable
-        store_error = durable.failure if durable is not None else None
-        if store_error is not None and status in SERVING:
-            status = Health.UNHEALTHY  # until the store answers again
-        backlog = self._predictions.backlog
-        pool = self._workers.pool
-        return HealthSnapshot(
-            status, self.setup, self.versions, error,
-            # a @batch model's own waiting area is no queue the user asked for
-            QueueView(len(backlog), backlog.capacity)
-            if backlog is not None and self.settings.queue_size > 0 else None,
-            _worker_views(pool) if len(pool) > 1 else None, store_error)
-
-    def capacity(self) -> Capacity:
-        ready = [m for m in self._workers.pool.members if m.state is WorkerState.READY]
-        backlog = self._predictions.backlog
-        return Capacity(sum(m.slots for m in ready), sum(m.in_use for m in ready), len(ready),
-                        len(backlog) if backlog is not None else 0)
+        return await self._readiness.snapshot(
+            self.setup, self.versions,
+            self._workers.user_healthcheck if self._model.has_healthcheck else None)
 
     # ------------------------------------------------------------ predictions
 
-    def check_accepting(self) -> None:
-        """Raise NotReady unless a prediction could be created now (slots aside)."""
-        workers = self._workers
-        if workers.shutting_down:
-            raise NotReady("The server is shutting down", None)
-        if workers.pool.state is WorkerState.READY:  # asked per request: READY, at once
-            return
-        status = self.status
-        if status is not Health.READY and not self.restarting:
-            raise NotReady(_not_ready(status, self.fatal_reason), status)
-
     def validate(self, raw_input: Any, mode: Mode = Mode.PREDICT) -> list[FieldError]:
-        return self._validators[mode].validate(raw_input)
+        return self._model.validators[mode].validate(raw_input)
 
     def validator(self, mode: Mode) -> InputValidator:
         """The compiled input schema of `mode` (the CLI coerces `-i` values with it)."""
-        return self._validators[mode]
+        return self._model.validators[mode]
 
     def check_capacity(self) -> None:
         """Raise what create() would for want of a slot (AtCapacity) or of a place in the
@@ -320,97 +268,102 @@ class Service:
         self._predictions.check_capacity()
 
     def new_id(self) -> str:
-        """26 lowercase base32 characters; `settings.id_prefix` replaces the first ones (a
-        Ray Serve replica's tag, so that requests naming the id find its replica).
+        """A new prediction id (`runtime/ids.py`), with `settings.id_prefix`."""
+        return ids.new_id(self.settings.id_prefix)
 
-        Each character is a random byte mapped onto the 32 letters (256 = 8 x 32, so all
-        are equally likely): 130 random bits from one getrandom() and one translate(),
-        where base32 of a uuid4 took ~3 us of pure-Python encoding per prediction."""
-        prefix = self.settings.id_prefix
-        ident = os.urandom(26).translate(_ID_LETTERS).decode("ascii")
-        return prefix + ident[len(prefix):]
-
-    def create(
-        self,
-        prediction_id: str | None,
-        raw_input: dict[str, Any],
-        *,
-        mode: Mode = Mode.PREDICT,
-        webhook: str | None = None,
-        webhook_events_filter: frozenset[WebhookEvent] | None = None,
-        output_file_prefix: str | None = None,
-        context: dict[str, str] | None = None,
-        listeners: list[Listener] | None = None,
-        remember: bool = False,
-        model_context: dict[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> Prediction:
+    def create(self, request: PredictionRequest, *, listeners: list[Listener] | None = None,
+               remember: bool = False) -> Prediction:
         """Send a validated input to a free worker slot, or queue it (or raise a Refusal:
         AtCapacity with no free slot and no queue, QueueFull when the queue is full).
 
-        `prediction_id` None: a new id (`new_id`), made once the prediction has a place.
-        `remember`: keep the finished prediction in the recent store (Cog's routes, which
-        can be asked for it again; not V2 or the CLI, whose ids nobody can ask for).
-        `timeout` is the request's own deadline in seconds; `--predict-timeout` caps it.
+        `request.id` None: a new id (`new_id`), made once the prediction has a place.
+        `remember`: keep the finished prediction in the store (Cog's routes, which can
+        be asked for it again; not V2 or the CLI, whose ids nobody can ask for).
+        `request.timeout` is the request's own deadline; `--predict-timeout` caps it.
         """
         self.check_accepting()
         predictions = self._predictions
+        prediction_id, mode = request.id, request.mode
         if prediction_id is not None and prediction_id in predictions.running:
             raise AlreadyRunning(prediction_id)
         member = predictions.place(mode)
         if prediction_id is None:
             prediction_id = self.new_id()
         model = self._model
+        settings = self.settings
+        raw_input = request.input
         prediction = Prediction(
             prediction_id,
-            self._validators[mode].redact(raw_input),
-            kind="training" if mode is Mode.TRAIN else "prediction",
-            iterator=self._iterators.get(mode, False),
-            webhook=webhook,
-            webhook_events_filter=webhook_events_filter,
-            output_file_prefix=output_file_prefix,
-            context=context,
-            log_limit=self.settings.logs_limit,
+            model.validators[mode].redact(raw_input),
+            kind=request.kind,
+            iterator=model.iterators.get(mode, False),
+            webhook=request.webhook,
+            webhook_events_filter=request.webhook_events_filter,
+            output_file_prefix=request.output_file_prefix,
+            context=request.context,
+            log_limit=settings.logs_limit,
         )
-        limit = self.settings.predict_timeout
+        timeout, limit = request.timeout, settings.predict_timeout
         prediction.timeout = min(timeout, limit) if timeout and limit else (timeout or limit)
         for listener in listeners or ():
             prediction.subscribe(listener)
-        if model is not None and model.streaming:  # SSE replay; other models pay nothing
-            prediction.subscribe(EventHistory(self.settings.stream_history,
-                                             self.settings.stream_history_bytes))
+        if model.streaming:  # SSE replay; other models pay nothing
+            prediction.subscribe(EventHistory(settings.stream_history,
+                                              settings.stream_history_bytes))
         if remember:  # last: on `completed` the SSE history above is already complete
-            prediction.subscribe(self._recent.listener)
-            if self.durable is not None:
-                prediction.subscribe(self.durable.listener)
-        message = protocol.predict(prediction_id, raw_input, mode, model_context)
+            self._store.remember(prediction)
+        message = protocol.predict(prediction_id, raw_input, mode, request.model_context)
         self.events.emit(RuntimeEvent.PREDICTION_CREATED, prediction=prediction, message=message)
         predictions.submit(prediction, message, member)
         return prediction
+
+    def check_store(self) -> None:
+        """Raise StoreUnavailable while the durable store fails: what `accept` would."""
+        self._store.check_writable()
+
+    async def accept(self, prediction: Prediction, request: PredictionRequest,
+                     size: int) -> bytes | None:
+        """Write a prediction accepted asynchronously (a webhook, `respond-async`)
+        before it is answered: the body recorded, for the 202 (None without a durable
+        store). If the store fails it must not run unrecorded: it is canceled and
+        StoreUnavailable raised. `size`: the request body's bytes."""
+        try:
+            return await self._store.accept(prediction, request, size)
+        except StoreUnavailable:
+            with contextlib.suppress(UnknownPrediction):
+                self._predictions.cancel(prediction.id)
+            raise
+
+    async def lookup(self, prediction_id: str, kind: str = "prediction", *,
+                     same_kind: bool = False, evictions: bool = True) -> Found:
+        """The one question a front end asks about an id: running or queued here (of
+        either kind, unless `same_kind`), finished here, stored, evicted (asked only
+        with `evictions`: a PUT or a cancel does not care), or unknown. Raises
+        StoreUnavailable when the durable store cannot be read."""
+        running = self._predictions.get(prediction_id)
+        if running is not None and (not same_kind or running.kind == kind):
+            return Queued(running) if running.started_us is None else Running(running)
+        return await self._store.find(prediction_id, kind, evictions)
 
     def running(self, prediction_id: str) -> Prediction | None:
         """The queued or running prediction with this id (of either kind)."""
         return self._predictions.get(prediction_id)
 
     def finished(self, prediction_id: str, kind: str) -> Finished | None:
-        """A recently finished prediction (or training) with this id, as stored."""
-        return self._recent.get(prediction_id, kind)
-
-    def evicted(self, prediction_id: str) -> str | None:
-        """The store's bounds when this id finished but was pushed out since, else None."""
-        recent = self._recent
-        return recent.describe_bounds() if recent.was_evicted(prediction_id) else None
+        """A recently finished prediction (or training) with this id, as the cache keeps
+        it (the bytes a sync answer sends)."""
+        return self._store.finished(prediction_id, kind)
 
     def holds(self, prediction_id: str) -> bool:
         """This server knows the id: running, queued or recently finished."""
-        return prediction_id in self._predictions.running or self._recent.holds(prediction_id)
+        return prediction_id in self._predictions.running or self._store.holds(prediction_id)
 
     async def page(self, kind: str, status: str | None, limit: int, cursor: str | None
                    ) -> Page:
-        """`GET /predictions`: a page, newest first (`runtime/listing.py`); raises
-        ValueError for a cursor not made here, StoreError if the store fails."""
-        return await listing.page(self.durable, self._predictions.running.values(),
-                                  self._recent, kind, status, limit, cursor)
+        """`GET /predictions`: a page, newest first (`runtime/store/listing.py`); raises
+        ValueError for a cursor not made here, StoreUnavailable if the store fails."""
+        return await self._store.page(self._predictions.running.values(), kind, status,
+                                      limit, cursor)
 
     def cancel(self, prediction_id: str) -> None:
         """Cancel a queued or running prediction (or raise UnknownPrediction)."""
@@ -427,63 +380,3 @@ class Service:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(running.done), bound)
         return running
-
-
-class _Listener:
-    """What the workers report, routed to the facade and the predictions."""
-
-    on_data: Callable[[protocol.Message], None]  # the predictions', set once built
-
-    def __init__(self, service: Service) -> None:
-        self._service = service
-
-    def on_schema(self, model: ModelInfo) -> None:
-        self._service._on_schema(model)
-
-    def on_settled(self, state: WorkerState) -> None:
-        self._service._on_settled(state)
-
-    def on_lost(self, member: Member, reason: str, during_shutdown: bool) -> None:
-        self._service._predictions.on_lost(member, reason, during_shutdown)
-
-
-class _SlotsOf:
-    """The workers as the predictions see them (`predictions.Slots`)."""
-
-    def __init__(self, workers: Workers) -> None:
-        self._workers = workers
-        self._pool = workers.pool
-        self.pick = self._pool.pick
-        self.deliver = workers.deliver
-        self.deliver_batch = workers.deliver_batch
-        self.send_cancel = workers.send_cancel
-        self.end_ignoring_cancel = workers.end_ignoring_cancel
-        self.released = workers.released
-
-    @property
-    def state(self) -> WorkerState:
-        return self._pool.state
-
-    @property
-    def total(self) -> int:
-        return sum(m.slots for m in self._pool.members)
-
-
-_HEALTH_OF = {state: Health(state.value) for state in WorkerState}
-
-
-def _not_ready(status: Health, fatal_reason: str | None) -> str:
-    return {
-        Health.STARTING: "Setup has not finished yet. Wait until it has finished, or "
-                         "GET /health-check for status.",
-        Health.SETUP_FAILED: "Setup failed: the model cannot run predictions. GET "
-                             "/health-check for its logs.",
-        Health.DEFUNCT: f"The model is defunct ({fatal_reason}); restart the server.",
-    }.get(status, f"The model is not ready ({status})")
-
-
-def _worker_views(pool: Pool) -> tuple[WorkerView, ...]:
-    return tuple(WorkerView(m.index, _HEALTH_OF[m.state],
-                            m.process.pid if m.process is not None else None,
-                            m.in_use if m.state is WorkerState.READY else 0)
-                 for m in pool.members)

@@ -7,27 +7,90 @@ them, so the runtime takes its `Settings` without reaching up into observability
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pathlib
+import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from cogserve import envvars
 from cogserve.config import ModelConfig
-from cogserve.envvars import env_duration, env_float, env_int, env_port, env_switch, env_text
+from cogserve.envvars import (
+    env_duration,
+    env_float,
+    env_int,
+    env_port,
+    env_state_root,
+    env_switch,
+    env_text,
+)
 from cogserve.netpolicy import URLPolicy
 from cogserve.runtime import logcap
 from cogserve.runtime.history import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES
-from cogserve.runtime.store import (
-    AGE_VARIABLE,
-    BYTES_VARIABLE,
-    COUNT_VARIABLE,
-    DEFAULT_BYTES,
-    DEFAULT_COUNT,
-)
-from cogserve.runtime.store_choice import IN_MEMORY, StoreChoice
 
 if TYPE_CHECKING:
     from cogserve.envs.model_env import ModelEnvironment
+
+
+# the recent predictions' bounds (the cache in memory, `runtime/store/cache.py`, and the
+# durable store's)
+DEFAULT_COUNT = 1000
+DEFAULT_BYTES = 64 * 1024 * 1024
+COUNT_VARIABLE = "COGSERVE_RECENT_PREDICTIONS"
+BYTES_VARIABLE = "COGSERVE_RECENT_PREDICTIONS_BYTES"
+AGE_VARIABLE = "COGSERVE_RECENT_PREDICTIONS_AGE"  # the durable store's age bound
+
+# `--store` / `COGSERVE_STORE`: which prediction store a server uses (opened by
+# `runtime/store/backends.py`):
+# - unset, or `sqlite`: SQLite in the state folder (`envvars.env_state_root()/predictions`),
+#   one file per model folder and port, so a server restarted the same way finds its
+#   store and two servers of one model on different ports never meet (the default);
+# - `memory`: no store; finished predictions are kept in memory only;
+# - a path: that SQLite file;
+# - `redis://HOST:PORT/DB` (or `rediss://`, `unix://`): Redis, shared by replicas.
+MEMORY = "memory"
+SQLITE = "sqlite"
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+class StoreKind(StrEnum):
+    MEMORY = "memory"
+    SQLITE = "sqlite"
+    REDIS = "redis"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreChoice:
+    kind: StoreKind
+    location: str = ""  # the SQLite file, or the Redis URL
+
+    def describe(self) -> str:
+        return "memory" if self.kind is StoreKind.MEMORY else f"{self.kind} {self.location}"
+
+
+IN_MEMORY = StoreChoice(StoreKind.MEMORY)
+
+
+def choose_store(value: str, model_dir: pathlib.Path, port: int) -> StoreChoice:
+    """The store `value` names (`--store`, else COGSERVE_STORE; empty: the default)."""
+    value = value.strip()
+    if value.lower() == MEMORY:
+        return IN_MEMORY
+    if not value or value.lower() == SQLITE:
+        return StoreChoice(StoreKind.SQLITE, str(default_store_path(model_dir, port)))
+    if value.startswith(_REDIS_SCHEMES):
+        return StoreChoice(StoreKind.REDIS, value)
+    return StoreChoice(StoreKind.SQLITE, str(pathlib.Path(value).expanduser().resolve()))
+
+
+def default_store_path(model_dir: pathlib.Path, port: int) -> pathlib.Path:
+    """`<state>/predictions/<folder name>-<hash of its path>-<port>.sqlite3`."""
+    folder = model_dir.resolve()
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", folder.name)[:64] or "model"
+    return env_state_root() / "predictions" / f"{name}-{digest}-{port}.sqlite3"
 
 
 @dataclass(frozen=True)
@@ -69,7 +132,7 @@ class Settings:
     logs_limit: int = logcap.DEFAULT_LIMIT  # characters of logs a prediction keeps; 0: all
     recent_age: float | None = None  # seconds a finished one stays in the durable store
     # --store: where predictions outlive the process. `serve` resolves its default (a
-    # SQLite file per model folder and port: store_choice.choose); made otherwise: none
+    # SQLite file per model folder and port: settings.choose_store); made otherwise: none
     store: StoreChoice = IN_MEMORY
     store_lease: float = 10.0  # seconds a dead replica's work waits before another takes it
     playground: bool = True  # the browser page at /docs (--no-playground)

@@ -50,9 +50,9 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from cogserve.runtime.durable import Durable, Outbox
-    from cogserve.runtime.records import Hook
     from cogserve.runtime.resolver import Resolver
+    from cogserve.runtime.store.durable import Durable, Outbox
+    from cogserve.runtime.store.interface import Hook
 
 log = logging.getLogger("cogserve")
 
@@ -118,7 +118,7 @@ class Webhooks:
     def resume(self, hooks: Sequence[Hook]) -> None:
         """Send the deliveries a previous server left in the outbox (one prediction's,
         in order), and take them out of it as they are made."""
-        from cogserve.runtime.durable import Outbox
+        from cogserve.runtime.store.durable import Outbox
 
         assert self.durable is not None and hooks
         first = hooks[0]
@@ -226,7 +226,7 @@ class WebhookSender:
         body = prediction.encoded()
         durable = self.webhooks.durable
         if durable is not None and self.outbox is None:
-            from cogserve.runtime.durable import Outbox
+            from cogserve.runtime.store.durable import Outbox
 
             self.outbox = Outbox(durable, prediction.id, self.url, orjson.dumps(self.headers))
         last = self.queue[-1] if self.queue else None
@@ -315,7 +315,7 @@ class WebhookSender:
 async def _written(future: concurrent.futures.Future[None]) -> None:
     """Wait until the delivery is in the outbox; if the store failed, send it anyway
     (the server is UNHEALTHY meanwhile, and the write is retried)."""
-    from cogserve.runtime.records import StoreError
+    from cogserve.runtime.errors import StoreError
 
     try:
         await asyncio.wrap_future(future)

@@ -38,6 +38,7 @@ from cogserve.http.routing import NO_PARAMS, OTHER, ROUTE_KEY, Handler, Match, R
 from cogserve.runtime import handover
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.events import RuntimeEvent
+from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 from cogserve.states import DEAD, SERVING, Status
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
@@ -223,7 +224,8 @@ class V2Routes:
         try:
             ready = {k: self._for_worker(v, files) if isinstance(v, PackedTensor) else v
                      for k, v in raw_input.items()}
-            prediction = service.create(service.new_id(), ready, timeout=timeout)
+            prediction = service.create(
+                PredictionRequest(ready, id=service.new_id(), timeout=timeout))
             scope[PREDICTION_KEY] = prediction
             if not await wait_or_cancel(service, prediction, receive):
                 return

@@ -10,6 +10,7 @@ import pytest
 
 from cogserve import protocol
 from cogserve.runtime.errors import AtCapacity, QueueFull
+from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 from cogserve.states import Health, Status
 
@@ -24,14 +25,14 @@ def test_a_full_batch_leaves_at_once_and_a_lone_one_after_max_wait(
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(batch=LIMITS)
-        first = [service.create(i, {"n": 1}) for i in ("a", "b", "c")]
+        first = [service.create(PredictionRequest({"n": 1}, id=i)) for i in ("a", "b", "c")]
         assert worker.batches() == [["a", "b", "c"]]  # full: no wait
         for pid in ("a", "b", "c"):
             worker.data(done(pid))
         assert [await ended(p) for p in first] == [Status.SUCCEEDED] * 3
         loop = asyncio.get_running_loop()
         created = loop.time()
-        service.create("d", {"n": 1})
+        service.create(PredictionRequest({"n": 1}, id="d"))
         assert worker.batches() == [["a", "b", "c"]]  # it waits for company
         await until(lambda: len(worker.batches()) == 2)
         assert worker.batches()[1] == ["d"]
@@ -46,7 +47,7 @@ def test_predictions_waiting_while_the_slot_is_busy_leave_together(
         worker = spawner.last
         worker.boot(batch=LIMITS)
         for pid in ("a", "b", "c", "d", "e", "f"):
-            service.create(pid, {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id=pid))
         assert worker.batches() == [["a", "b", "c"]]
         worker.data(done("a"))
         worker.data(done("b"))
@@ -63,9 +64,9 @@ def test_without_a_queue_max_size_per_slot_may_wait_then_409(tmp_path: pathlib.P
         worker = spawner.last
         worker.boot(batch=LIMITS)
         for pid in ("a", "b", "c", "d", "e", "f"):  # one batch running, one waiting
-            service.create(pid, {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id=pid))
         with pytest.raises(AtCapacity):
-            service.create("g", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="g"))
         health = await service.health()
         assert health.status is Health.BUSY and health.queue is None  # no queue was asked
 
@@ -77,9 +78,9 @@ def test_with_a_queue_every_prediction_waits_in_it_and_a_full_one_is_429(
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(batch=LIMITS)
-        service.create("a", {"n": 1})  # even with the slot free: it waits for company
+        service.create(PredictionRequest({"n": 1}, id="a"))  # even with the slot free: it waits
         with pytest.raises(QueueFull):
-            service.create("b", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="b"))
         await until(lambda: worker.batches() == [["a"]])
 
     in_service(tmp_path, body, queue_size=1)
@@ -89,7 +90,7 @@ def test_a_member_cancelled_in_the_call_ends_alone(tmp_path: pathlib.Path) -> No
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(batch=LIMITS)
-        a, b, c = (service.create(pid, {"n": 1}) for pid in ("a", "b", "c"))
+        a, b, c = (service.create(PredictionRequest({"n": 1}, id=pid)) for pid in ("a", "b", "c"))
         service.cancel("b")
         assert worker.cancels() == ["b"]
         worker.data(protocol.cancelled("b"))  # what the worker answers at once
@@ -107,7 +108,7 @@ def test_a_lost_worker_fails_every_member_and_frees_its_slot(tmp_path: pathlib.P
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(batch=LIMITS)
-        batch = [service.create(pid, {"n": 1}) for pid in ("a", "b", "c")]
+        batch = [service.create(PredictionRequest({"n": 1}, id=pid)) for pid in ("a", "b", "c")]
         worker.exit(-9)
         assert [await ended(p) for p in batch] == [Status.FAILED] * 3
 

@@ -11,8 +11,11 @@ from collections.abc import Sequence
 
 from cogserve import protocol
 from cogserve.config import ModelConfig
-from cogserve.runtime.durable import Durable
-from cogserve.runtime.records import (
+from cogserve.runtime.request import PredictionRequest
+from cogserve.runtime.service import Service
+from cogserve.runtime.settings import Settings
+from cogserve.runtime.store.durable import Durable
+from cogserve.runtime.store.interface import (
     Bounds,
     Claimed,
     Page,
@@ -21,8 +24,6 @@ from cogserve.runtime.records import (
     Stage,
     Write,
 )
-from cogserve.runtime.service import Service
-from cogserve.runtime.settings import Settings
 
 from .fake_workers import FakeSpawner, until
 from .helpers import run
@@ -78,8 +79,8 @@ def test_a_queued_async_prediction_starts_once_its_start_is_written(
         try:
             worker = spawner.last
             worker.boot()
-            service.create("a", {"n": 1}, remember=True)
-            queued = service.create("b", {"n": 1}, remember=True)
+            service.create(PredictionRequest({"n": 1}, id="a"), remember=True)
+            queued = service.create(PredictionRequest({"n": 1}, id="b"), remember=True)
             await durable.accept(queued, b'{"mode": "predict", "input": {"n": 1}}')
             assert [r.stage for r in store.written if isinstance(r, Record)] == [Stage.QUEUED]
             store.gate.clear()
@@ -114,8 +115,8 @@ def test_a_queued_prediction_canceled_while_its_start_is_written_never_runs(
         try:
             worker = spawner.last
             worker.boot()
-            service.create("a", {"n": 1}, remember=True)
-            queued = service.create("b", {"n": 1}, remember=True)
+            service.create(PredictionRequest({"n": 1}, id="a"), remember=True)
+            queued = service.create(PredictionRequest({"n": 1}, id="b"), remember=True)
             await durable.accept(queued, b'{"mode": "predict", "input": {"n": 1}}')
             store.gate.clear()
             worker.data(protocol.done("a", {"output": 1}, 0.01))

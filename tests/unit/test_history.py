@@ -144,11 +144,11 @@ def test_completed_carries_the_final_prediction() -> None:
 
 
 def test_the_final_json_is_encoded_once_for_the_stream_and_the_store() -> None:
-    from cogserve.runtime.store import FinishedStore
+    from cogserve.runtime.store.cache import RecentCache
 
     async def body() -> None:
         p, history = streaming(16)
-        store = FinishedStore()
+        store = RecentCache()
         p.subscribe(store.listener)
         stream = Stream()
         history.attach(stream, created=True)

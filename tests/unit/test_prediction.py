@@ -90,17 +90,3 @@ def test_predict_time_defaults_to_the_time_since_start() -> None:
         assert p.to_dict()["metrics"]["predict_time"] == p.predict_time
 
     run(body)
-
-
-def test_an_unsubscribed_listener_hears_nothing_more() -> None:
-    async def body() -> None:
-        p = Prediction("p1", {})
-        seen = Recorder()
-        p.subscribe(seen)
-        p.append_log("stderr", "x")
-        p.unsubscribe(seen)
-        p.unsubscribe(seen)  # twice is harmless
-        p.succeed("y", 0.1)
-        assert [e for e, _, _ in seen.events] == [Event.LOG]
-
-    run(body)

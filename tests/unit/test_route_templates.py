@@ -64,4 +64,4 @@ def app(tmp_path: pathlib.Path) -> Iterator[App]:
     ("/v2/models/m/ready/x", "other"),
 ])
 def test_route_of(app: App, path: str, template: str) -> None:
-    assert app.route_of(path) == template
+    assert app.match(path).template == template

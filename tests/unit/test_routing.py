@@ -147,7 +147,7 @@ def test_a_train_only_model_answers_every_predictions_path_with_its_404() -> Non
                              ("PUT", "/predictions/"), ("POST", "/predictions/p1/x")]:
             answer = await call(a, method, path)
             assert answer.status == 404 and b"has no predictor" in answer.body, (method, path)
-        assert a.route_of("/predictions/p1") == "/predictions/{prediction_id}"
+        assert a.match("/predictions/p1").template == "/predictions/{prediction_id}"
         assert (await call(a, "GET", "/predictions")).headers[b"allow"] == b"POST"
 
     run(body)

@@ -18,6 +18,7 @@ from cogserve import protocol
 from cogserve.config import ModelConfig
 from cogserve.runtime.errors import AtCapacity, NotReady, QueueFull, UnknownPrediction
 from cogserve.runtime.prediction import Prediction
+from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import Settings
 from cogserve.states import Health, Status
@@ -62,7 +63,7 @@ def test_health_moves_from_starting_to_ready_busy_and_defunct(tmp_path: pathlib.
     async def body(service: Service, spawner: FakeSpawner) -> None:
         assert (await service.health()).status is Health.STARTING
         with pytest.raises(NotReady):
-            service.create("early", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="early"))
         spawner.last.boot()
         assert service.ready.is_set()
         health = await service.health()
@@ -70,7 +71,7 @@ def test_health_moves_from_starting_to_ready_busy_and_defunct(tmp_path: pathlib.
         assert health.setup.status is Status.SUCCEEDED
         assert health.setup.logs == "setting up\n"
         assert health.versions == {"python": "3.11"}
-        prediction = service.create("a", {"n": 1})
+        prediction = service.create(PredictionRequest({"n": 1}, id="a"))
         assert (await service.health()).status is Health.BUSY
         spawner.last.data(done("a"))
         assert await ended(prediction) is Status.SUCCEEDED
@@ -86,11 +87,12 @@ def test_queue_hands_predictions_to_the_slot_in_order(tmp_path: pathlib.Path) ->
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot()
-        first, second, third = (service.create(i, {"n": 1}) for i in ("a", "b", "c"))
+        first, second, third = (service.create(PredictionRequest({"n": 1}, id=i))
+                                for i in ("a", "b", "c"))
         assert worker.predicted() == ["a"]
         assert (await service.health()).queue is not None
         with pytest.raises(QueueFull):
-            service.create("d", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="d"))
         worker.data(done("a"))
         assert worker.predicted() == ["a", "b"]  # the slot went to the oldest at once
         worker.data(done("b"))
@@ -104,9 +106,9 @@ def test_queue_hands_predictions_to_the_slot_in_order(tmp_path: pathlib.Path) ->
 def test_no_queue_refuses_at_capacity(tmp_path: pathlib.Path) -> None:
     async def body(service: Service, spawner: FakeSpawner) -> None:
         spawner.last.boot()
-        service.create("a", {"n": 1})
+        service.create(PredictionRequest({"n": 1}, id="a"))
         with pytest.raises(AtCapacity):
-            service.create("b", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="b"))
         assert service.running("b") is None
 
     in_service(tmp_path, body)
@@ -117,8 +119,8 @@ def test_cancel_of_a_queued_prediction_never_reaches_the_worker(
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot()
-        service.create("a", {"n": 1})
-        queued = service.create("b", {"n": 1})
+        service.create(PredictionRequest({"n": 1}, id="a"))
+        queued = service.create(PredictionRequest({"n": 1}, id="b"))
         service.cancel("b")
         assert await ended(queued) is Status.CANCELED
         assert worker.cancels() == []
@@ -134,7 +136,7 @@ def test_cancel_of_a_running_prediction_waits_for_the_worker(tmp_path: pathlib.P
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot()
-        prediction = service.create("a", {"n": 1})
+        prediction = service.create(PredictionRequest({"n": 1}, id="a"))
         waiting = asyncio.ensure_future(service.cancel_and_wait("a"))
         await until(lambda: worker.cancels() == ["a"])
         assert not waiting.done()
@@ -151,7 +153,7 @@ def test_deadline_cancels_and_fails_the_prediction(tmp_path: pathlib.Path) -> No
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot()
-        prediction = service.create("a", {"n": 1})
+        prediction = service.create(PredictionRequest({"n": 1}, id="a"))
         await until(lambda: worker.cancels() == ["a"])  # the deadline's cancel
         worker.data(protocol.cancelled("a"))
         assert await ended(prediction) is Status.FAILED
@@ -164,7 +166,7 @@ def test_ignored_cancel_restarts_the_worker(tmp_path: pathlib.Path) -> None:
     async def body(service: Service, spawner: FakeSpawner) -> None:
         first = spawner.last
         first.boot()
-        prediction = service.create("a", {"n": 1})
+        prediction = service.create(PredictionRequest({"n": 1}, id="a"))
         service.cancel("a")
         assert await ended(prediction) is Status.CANCELED  # killed after the cancel timeout
         assert first.killed
@@ -172,10 +174,10 @@ def test_ignored_cancel_restarts_the_worker(tmp_path: pathlib.Path) -> None:
         await until(lambda: len(spawner.workers) == 2)
         assert service.status is Health.STARTING and service.restarting
         with pytest.raises(AtCapacity):  # a busy slot, not "not ready"
-            service.create("b", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="b"))
         spawner.last.boot()
         assert service.status is Health.READY
-        service.create("b", {"n": 1})
+        service.create(PredictionRequest({"n": 1}, id="b"))
         assert spawner.last.predicted() == ["b"]
 
     in_service(tmp_path, body, cancel_timeout=0.05)
@@ -185,8 +187,8 @@ def test_a_lost_worker_fails_what_ran_on_it_and_what_waited(tmp_path: pathlib.Pa
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(is_async=True, concurrency=2)
-        running = [service.create(i, {"n": 1}) for i in ("a", "b")]
-        queued = service.create("c", {"n": 1})
+        running = [service.create(PredictionRequest({"n": 1}, id=i)) for i in ("a", "b")]
+        queued = service.create(PredictionRequest({"n": 1}, id="c"))
         worker.exit(-9)
         for prediction in [*running, queued]:
             assert await ended(prediction) is Status.FAILED
@@ -194,7 +196,7 @@ def test_a_lost_worker_fails_what_ran_on_it_and_what_waited(tmp_path: pathlib.Pa
         assert "cannot run" in (queued.to_dict()["error"] or "")
         assert service.status is Health.DEFUNCT
         with pytest.raises(NotReady):
-            service.create("d", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="d"))
 
     in_service(tmp_path, body, queue_size=4)
 
@@ -206,14 +208,14 @@ def test_a_pool_replaces_a_crashed_worker_while_the_other_serves(
         one.boot()
         two.boot()
         assert len((await service.health()).workers or ()) == 2
-        prediction = service.create("a", {"n": 1})
+        prediction = service.create(PredictionRequest({"n": 1}, id="a"))
         owner = one if one.predicted() else two
         other = two if owner is one else one
         owner.exit(-11)
         assert await ended(prediction) is Status.FAILED
         assert service.status is Health.READY  # the other one serves meanwhile
         await until(lambda: len(spawner.workers) == 3)
-        service.create("b", {"n": 1})
+        service.create(PredictionRequest({"n": 1}, id="b"))
         assert other.predicted()[-1] == "b"
         spawner.last.boot()
         assert [w.status for w in (await service.health()).workers or ()] == [Health.READY] * 2
@@ -225,10 +227,10 @@ def test_drain_waits_for_the_running_prediction(tmp_path: pathlib.Path) -> None:
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot()
-        prediction = service.create("a", {"n": 1})
+        prediction = service.create(PredictionRequest({"n": 1}, id="a"))
         service.begin_shutdown()
         with pytest.raises(NotReady):
-            service.create("b", {"n": 1})
+            service.create(PredictionRequest({"n": 1}, id="b"))
         draining = asyncio.ensure_future(service.drain())
         await asyncio.sleep(0)
         assert not draining.done()
@@ -244,7 +246,7 @@ def test_drain_past_its_bounds_cancels_then_fails_and_kills(tmp_path: pathlib.Pa
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot()
-        prediction = service.create("a", {"n": 1})
+        prediction = service.create(PredictionRequest({"n": 1}, id="a"))
         service.begin_shutdown()
         await asyncio.wait_for(service.drain(), 5)
         assert worker.cancels() == ["a"]

@@ -1,7 +1,8 @@
-"""The durable prediction stores (runtime/sqlite_store.py, runtime/redis_store.py) through
-their one interface: the same tests for both, on a real SQLite file and a real
-redis-server (Debian's, started here and ended by pid); then what only one of them does
-(the file's refusals at start, Redis unreachable), and the writer (`Durable`)."""
+"""The durable prediction stores (runtime/store/sqlite_backend.py,
+runtime/store/redis_backend.py) through their one interface: the same tests for both, on a
+real SQLite file and a real redis-server (Debian's, started here and ended by pid); then what
+only one of them does (the file's refusals at start, Redis unreachable), and the writer
+(`Durable`)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,19 @@ import orjson
 import pytest
 from redisproc import RedisProcess
 
-from cogserve.runtime import redis_store, sqlite_store
-from cogserve.runtime.durable import SYNC_BATCH, Durable
+from cogserve.runtime.errors import StoreError
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.records import (
+from cogserve.runtime.settings import IN_MEMORY, StoreKind
+from cogserve.runtime.settings import choose_store as choose
+from cogserve.runtime.settings import default_store_path as default_path
+from cogserve.runtime.store import redis_backend as redis_store
+from cogserve.runtime.store import sqlite_backend as sqlite_store
+from cogserve.runtime.store.durable import SYNC_BATCH, Durable
+from cogserve.runtime.store.interface import (
     Bounds,
     Claimed,
     Dropped,
-    Finished,
+    FinishedBatch,
     Hook,
     HookDone,
     Page,
@@ -33,12 +39,10 @@ from cogserve.runtime.records import (
     Record,
     Row,
     Stage,
-    StoreError,
     Write,
 )
-from cogserve.runtime.redis_store import RedisStore
-from cogserve.runtime.sqlite_store import SQLiteStore
-from cogserve.runtime.store_choice import IN_MEMORY, StoreKind, choose, default_path
+from cogserve.runtime.store.redis_backend import RedisStore
+from cogserve.runtime.store.sqlite_backend import SQLiteStore
 from cogserve.states import Event
 
 WIDE = Bounds(1000, 1 << 30)
@@ -173,9 +177,9 @@ def items(prefix: str, count: int, *, created: float = 0.0, size: int = 0,
             for i in range(count)]
 
 
-def rows(prefix: str, count: int, **options: Any) -> Finished:
+def rows(prefix: str, count: int, **options: Any) -> FinishedBatch:
     """`count` finished sync predictions, in one batch as the loop hands it over."""
-    return Finished(items(prefix, count, **options))
+    return FinishedBatch(items(prefix, count, **options))
 
 
 def test_finished_rows_in_bulk_are_kept_bounded_and_listed_like_records(store):
@@ -211,8 +215,8 @@ def test_finished_rows_in_bulk_are_bounded_by_bytes_and_age_one_by_one(store):
 def test_a_finished_row_written_again_replaces_the_older_one(store):
     store.write([rec("again", Stage.RUNNING, status="processing", request=b"{}")], WIDE, "me")
     three = items("x", 3)
-    twice = Finished([*three, three[0]])  # the same id twice in one batch: the later wins
-    ended = Finished([("again", "prediction", "succeeded", 1.0, b'{"id":"again"}')])
+    twice = FinishedBatch([*three, three[0]])  # the same id twice in one batch: the later wins
+    ended = FinishedBatch([("again", "prediction", "succeeded", 1.0, b'{"id":"again"}')])
     store.write([ended, twice], WIDE, "me")
     store.write([rows("x", 1, status="failed")], Bounds(4, 1 << 30), "me")
     got = store.get("x000")
@@ -227,7 +231,7 @@ def test_finished_rows_with_a_big_body_are_stored_whole(store):
     some = items("b", 3)
     big = orjson.dumps({"id": "big", "pad": "y" * (3 << 20)})
     some.insert(1, ("big", "prediction", "succeeded", 0.5, big))
-    store.write([Finished(some)], WIDE, "me")
+    store.write([FinishedBatch(some)], WIDE, "me")
     got = store.get("big")
     assert got is not None and got.body == big
     assert [store.get(f"b00{i}") is not None for i in range(3)] == [True, True, True]
@@ -450,7 +454,7 @@ def test_finished_rows_match_a_plain_model_through_random_writes_and_restarts(tm
                     model[new] = body
                     evicted.discard(new)
                     unfinished.pop(new, None)
-                writes.append(Finished(batch))
+                writes.append(FinishedBatch(batch))
             store.write(writes, Bounds(count, size), "me")
             while len(model) > count or sum(map(len, model.values())) > size:
                 oldest = next(iter(model))
@@ -674,9 +678,9 @@ def test_finished_sync_predictions_reach_the_store_as_rows_a_batch_at_a_time():
             durable.listener(prediction, Event.COMPLETED, {})
             made.append(prediction)
         # a full batch goes at once, not at the next flush
-        await _until(lambda: any(isinstance(w, Finished) for b in store.batches for w in b))
+        await _until(lambda: any(isinstance(w, FinishedBatch) for b in store.batches for w in b))
         await durable.close()  # the rest at close
-        written = [w for b in store.batches for w in b if isinstance(w, Finished)]
+        written = [w for b in store.batches for w in b if isinstance(w, FinishedBatch)]
         assert [len(w.rows) for w in written] == [SYNC_BATCH, 3]
         first = written[0].rows[0]
         assert first[:3] == ("s0", "prediction", "succeeded") and type(first[2]) is str

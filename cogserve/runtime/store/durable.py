@@ -10,10 +10,10 @@
   running, finished) is written when it happens.
 - **Sync ones** cost the event loop a tuple (its id, kind, status, creation time and
   final JSON, all made already; the prediction itself is not kept): they are collected
-  and handed to the thread as one `records.Finished` every `SYNC_FLUSH` seconds (or
+  and handed to the thread as one `interface.FinishedBatch` every `SYNC_FLUSH` seconds (or
   `SYNC_BATCH` of them), so a crash may lose the last few of them, whose clients
   already have their answers, and never an accepted async one. The backend writes a
-  batch in a few calls (`runtime/sqlite_finished.py`).
+  batch in a few calls (`runtime/store/sqlite_finished.py`).
 - **The outbox** (`Outbox`, used by `runtime/webhooks.py`): a delivery is written
   before it is sent and removed once made (or given up on), so deliveries pending at a
   crash are sent after the restart: at least once, in order per prediction.
@@ -38,12 +38,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cogserve.runtime.errors import StoreError
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.records import (
+from cogserve.runtime.store.interface import (
     Bounds,
     Claimed,
     Dropped,
-    Finished,
+    FinishedBatch,
     Hook,
     HookDone,
     Page,
@@ -51,7 +52,6 @@ from cogserve.runtime.records import (
     Record,
     Row,
     Stage,
-    StoreError,
     Write,
 )
 from cogserve.states import Event
@@ -60,7 +60,7 @@ log = logging.getLogger("cogserve")
 
 # Finished sync predictions are written at most this late (seconds), or once SYNC_BATCH
 # of them wait. Their clients have their answers, and this server answers GETs of them
-# from memory (`runtime/store.py`), so with a store of its own only a crash sees the
+# from memory (`runtime/store/cache.py`), so with a store of its own only a crash sees the
 # delay; a batch's cost is mostly per batch at low rates, where a short flush would
 # make each prediction pay for a whole commit. Replicas sharing a store GET each
 # other's predictions from it: for them the delay is short.
@@ -93,7 +93,7 @@ class Durable:
         self._thread: threading.Thread | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.on_claimed: Callable[[Claimed], None] | None = None  # runtime/recovery.py
+        self.on_claimed: Callable[[Claimed], None] | None = None  # runtime/store/recovery.py
 
     # ------------------------------------------------------------ lifecycle
 
@@ -199,7 +199,7 @@ class Durable:
         if not self._sync:
             return None
         batch, self._sync = self._sync, []
-        return self.post_waited([Finished(batch)])
+        return self.post_waited([FinishedBatch(batch)])
 
     def post(self, writes: Sequence[Write]) -> None:
         """Queue writes for the writer thread."""

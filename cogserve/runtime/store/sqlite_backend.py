@@ -12,7 +12,7 @@ connection of their own and never wait for the writer.
 
 Tables: `unfinished` (async predictions queued or running, by id: few), `finished`
 (every finished one: a row per batch written, with `finished_cut` and `finished_gone`:
-`runtime/sqlite_finished.py`, the per-request path), `evicted` (ids a GET can say were
+`runtime/store/sqlite_finished.py`, the per-request path), `evicted` (ids a GET can say were
 evicted), `outbox` (webhook deliveries not yet made). `PRAGMA user_version` is the
 layout's version (`LAYOUT`): a newer one is refused at start, as is a file that is not a
 database or fails `quick_check`; layout 1 (one `records` table with four indexes, totals kept by
@@ -31,22 +31,22 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from cogserve.runtime.records import (
+from cogserve.runtime.errors import StoreError
+from cogserve.runtime.store.interface import (
     Bounds,
     Claimed,
-    Finished,
+    FinishedBatch,
     Hook,
     HookDone,
     Page,
     PredictionStore,
     Record,
     Stage,
-    StoreError,
     Write,
     cursor_of,
     parse_cursor,
 )
-from cogserve.runtime.sqlite_finished import BIG_BODY, TABLES, FinishedRows, write_blob
+from cogserve.runtime.store.sqlite_finished import BIG_BODY, TABLES, FinishedRows, write_blob
 
 log = logging.getLogger("cogserve")
 _T = TypeVar("_T")
@@ -205,7 +205,7 @@ class SQLiteStore(PredictionStore):
                     self._unfinished = {row[0] for row in db.execute(
                         "SELECT id FROM unfinished")}
                 for item in batch:  # in order: a later write of an id wins
-                    if isinstance(item, Finished):
+                    if isinstance(item, FinishedBatch):
                         if self._unfinished:  # (seldom any)
                             for prediction_id in self._unfinished.intersection(
                                     row[0] for row in item.rows):

@@ -18,38 +18,27 @@ so a GET for one can say it was evicted rather than that it never existed.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, NamedTuple
+from typing import Any
 
+from cogserve.runtime.found import Finished
 from cogserve.runtime.history import history_of
 from cogserve.runtime.prediction import Prediction
+from cogserve.runtime.settings import (
+    BYTES_VARIABLE,
+    COUNT_VARIABLE,
+    DEFAULT_BYTES,
+    DEFAULT_COUNT,
+)
 
-DEFAULT_COUNT = 1000
-DEFAULT_BYTES = 64 * 1024 * 1024
 EVICTED_IDS = 10_000
-COUNT_VARIABLE = "COGSERVE_RECENT_PREDICTIONS"
-BYTES_VARIABLE = "COGSERVE_RECENT_PREDICTIONS_BYTES"
-AGE_VARIABLE = "COGSERVE_RECENT_PREDICTIONS_AGE"  # the durable store's age bound
-
-
-class Finished(NamedTuple):
-    """One finished prediction as it is answered again (a tuple: one is made per
-    prediction, and a frozen dataclass's __init__ set each field through a call)."""
-
-    kind: str  # "prediction" or "training": /predictions/{id} never shows a training
-    body: bytes  # the final prediction object, JSON
-    frames: bytes  # its SSE events (streaming models), ready to send
-    skipped: int  # SSE events the history had already dropped (replay is truncated)
-
-    @property
-    def size(self) -> int:
-        return len(self.body) + len(self.frames)
 
 
 _new_finished = tuple.__new__  # a Finished without NamedTuple's `__new__` (a Python call)
 
 
-class FinishedStore:
-    """The last `max_count` finished predictions within `max_bytes`; one per Service."""
+class RecentCache:
+    """The last `max_count` finished predictions within `max_bytes`; one per Service,
+    in front of the durable store (or alone, with `--store memory`)."""
 
     def __init__(self, max_count: int = DEFAULT_COUNT, max_bytes: int = DEFAULT_BYTES) -> None:
         self.max_count = max(0, max_count)

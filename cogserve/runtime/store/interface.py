@@ -1,10 +1,10 @@
 """The durable prediction store's interface: what it keeps, and what every backend does.
 
-`--store` (`COGSERVE_STORE`) picks a backend (`runtime/store_choice.py`): SQLite in a
-file (the default, `runtime/sqlite_store.py`) or Redis shared by replicas
-(`runtime/redis_store.py`); `--store memory` has none, and the server keeps what it
-always kept in memory (`runtime/store.py`). A backend is plain blocking code: the
-server calls it from one writer thread (`runtime/durable.py`) and, for reads, from a
+`--store` (`COGSERVE_STORE`) picks a backend (`runtime/store/backends.py`): SQLite in a
+file (the default, `runtime/store/sqlite_backend.py`) or Redis shared by replicas
+(`runtime/store/redis_backend.py`); `--store memory` has none, and the server keeps what it
+always kept in memory (`runtime/store/cache.py`). A backend is plain blocking code: the
+server calls it from one writer thread (`runtime/store/durable.py`) and, for reads, from a
 thread of asyncio's pool, never on the event loop.
 
 What a backend holds:
@@ -35,11 +35,6 @@ class Stage(StrEnum):
     FINISHED = "finished"  # its body is final
 
 
-class StoreError(Exception):
-    """The store cannot be used: said at start (with the way out), or while serving
-    (the server turns UNHEALTHY with this reason until the store answers again)."""
-
-
 @dataclass(frozen=True, slots=True)
 class Bounds:
     """How many finished records are kept: count, bytes of their bodies, age."""
@@ -52,7 +47,7 @@ class Bounds:
 @dataclass(slots=True)  # not frozen: a frozen one costs ~5x to make (one per prediction)
 class Record:
     """One prediction as stored. `body` is its JSON as clients see it; `request` the
-    JSON of what `runtime/recovery.py` needs to make it again (async ones only)."""
+    JSON of what `runtime/store/recovery.py` needs to make it again (async ones only)."""
 
     id: str
     kind: str  # "prediction" or "training"
@@ -64,19 +59,19 @@ class Record:
     request: bytes | None = None
 
 
-# a finished prediction as `Finished` lists it: (id, kind, status, created, body), the
+# a finished prediction as `FinishedBatch` lists it: (id, kind, status, created, body), the
 # status a plain str (sqlite3 adapts a str subclass, raising and catching an
 # AttributeError per value)
 Row = tuple[str, str, str, float, bytes]
 
 
 @dataclass(slots=True)
-class Finished:
+class FinishedBatch:
     """Finished predictions written in bulk: what a server's sync predictions become. Each
     row means what a `Record` of stage FINISHED (no request) would, finished when it is
     written (a moment after it finished: the age bound needs no better). No object per
     prediction, and a backend hands a batch to its storage in a call or a few, not one
-    per prediction (`runtime/sqlite_finished.py`)."""
+    per prediction (`runtime/store/sqlite_finished.py`)."""
 
     rows: list[Row]
 
@@ -110,7 +105,7 @@ class Dropped:
     id: str
 
 
-Write = Record | Finished | Hook | HookDone | Dropped
+Write = Record | FinishedBatch | Hook | HookDone | Dropped
 
 
 @dataclass

@@ -7,7 +7,7 @@ at most 3%; bench/FINDINGS.md has the figures). It runs on the store's writer th
 and on a CPU-bound machine every instruction it runs is taken from the event loop, as
 is the GIL it holds while its Python runs. So:
 
-- A batch of finished sync predictions (`records.Finished`, up to 256) is one row of the
+- A batch of finished sync predictions (`interface.FinishedBatch`, up to 256) is one row of the
   `finished` table: its ids (a JSON array), kinds and statuses (newline-joined, or one
   value when all are the same), creation times and the ends of its bodies (packed
   doubles and 64-bit integers), and the bodies one after another in one blob: one
@@ -62,7 +62,7 @@ from collections.abc import Iterable, Sequence
 
 import orjson
 
-from cogserve.runtime.records import Bounds, Row
+from cogserve.runtime.store.interface import Bounds, Row
 
 EVICTED_IDS = 10_000  # ids of evicted records remembered, so a GET can say so
 # A body this big is written in place (a zeroblob, then blob I/O): bound as a parameter,

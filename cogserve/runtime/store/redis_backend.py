@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cogserve.runtime.records import (
+from cogserve.runtime.errors import StoreError
+from cogserve.runtime.store.interface import (
     Bounds,
     Claimed,
     Dropped,
-    Finished,
+    FinishedBatch,
     Hook,
     Page,
     PredictionStore,
     Record,
     Stage,
-    StoreError,
     Write,
     cursor_of,
     parse_cursor,
@@ -88,7 +88,7 @@ for i = 3, #ARGV, 8 do
 end
 """
 
-# records.Finished in a few arguments, so the server encodes none per prediction:
+# interface.FinishedBatch in a few arguments, so the server encodes none per prediction:
 # ARGV: prefix, owner, when they finished, [[id, kind, status, created, body length],
 # ...] as JSON, the bodies one after another. `created` goes back to text with 17
 # digits: the same float.
@@ -246,7 +246,7 @@ class RedisStore(PredictionStore):
             if len(saves) > 2:  # the records before this write go first, in order
                 scripts["save"](args=saves, client=pipe)
                 saves = [p, owner]
-            if isinstance(item, Finished):
+            if isinstance(item, FinishedBatch):
                 rows = item.rows
                 scripts["finish"](args=[p, owner, repr(now), orjson.dumps(
                     [(row[0], row[1], row[2], row[3], len(row[4])) for row in rows]),

@@ -11,32 +11,59 @@ gone, and:
   from its stored request, under its id, once the model is ready: it runs once;
 - pending **webhook deliveries** are sent, in order per prediction.
 
-`StoredRequest` is what an accepted async prediction's record keeps to make it again.
+`encode_request` is what an accepted async prediction's record keeps to make it again:
+its `PredictionRequest` (`runtime/request.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
 from cogserve.protocol import Mode
-from cogserve.runtime.errors import AlreadyRunning, AtCapacity, QueueFull, Refusal
-from cogserve.runtime.records import Claimed, Hook, Record, Stage, StoreError, Write
+from cogserve.runtime.errors import AlreadyRunning, AtCapacity, QueueFull, Refusal, StoreError
+from cogserve.runtime.request import PredictionRequest
+from cogserve.runtime.store.interface import Claimed, Hook, Record, Stage, Write
 from cogserve.states import SERVING, Status, WebhookEvent
 
 if TYPE_CHECKING:
-    from cogserve.runtime.durable import Durable
-    from cogserve.runtime.service import Service
-    from cogserve.runtime.webhooks import Webhooks
+    from collections.abc import Sequence
+
+    from cogserve.runtime.prediction import Listener, Prediction
+    from cogserve.runtime.store.durable import Durable
+    from cogserve.states import Health
 
 log = logging.getLogger("cogserve")
+
+
+class Service(Protocol):
+    """What recovery asks of the facade (`runtime/service.py`, which imports this
+    package: a protocol keeps the layers acyclic)."""
+
+    @property
+    def ready(self) -> asyncio.Event: ...
+    @property
+    def status(self) -> Health: ...
+    @property
+    def restarting(self) -> bool: ...
+    @property
+    def fatal_reason(self) -> str | None: ...
+    def create(self, request: PredictionRequest, *, listeners: list[Listener] | None = None,
+               remember: bool = False) -> Prediction: ...
+
+
+class Webhooks(Protocol):
+    """What recovery asks of the webhook senders (`runtime/webhooks.py`)."""
+
+    def listener(self, url: str, events: frozenset[WebhookEvent] | None) -> Listener: ...
+    def resume(self, hooks: Sequence[Hook]) -> None: ...
 
 STOPPED = ("prediction failed: the server stopped while it ran (its process ended before "
            "the prediction finished)")
@@ -47,34 +74,30 @@ UNKEPT = ("prediction failed: the server stopped before it ran, and its request 
           f"large to keep (over {KEPT_REQUEST_BYTES} bytes) to run it again")
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRequest:
-    """An accepted request as Cog's routes validated it: enough to create it again."""
+def encode_request(request: PredictionRequest, keep_input: bool = True) -> bytes:
+    """What an accepted async prediction's record keeps to make it again (its id is the
+    record's). `keep_input` False: the body was too big to keep (KEPT_REQUEST_BYTES);
+    the rest is kept, for its webhook."""
+    return orjson.dumps({
+        "mode": request.mode, "input": request.input if keep_input else None,
+        "webhook": request.webhook,
+        "events": sorted(request.webhook_events_filter)
+        if request.webhook_events_filter is not None else None,
+        "output_file_prefix": request.output_file_prefix, "context": request.context,
+        "model_context": request.model_context, "timeout": request.timeout})
 
-    mode: Mode
-    input: dict[str, Any] | None  # None: too big to keep (KEPT_REQUEST_BYTES)
-    webhook: str | None = None
-    events: frozenset[WebhookEvent] | None = None
-    output_file_prefix: str | None = None
-    context: dict[str, str] | None = None
-    model_context: dict[str, str] | None = None
-    timeout: float | None = None
 
-    def encode(self) -> bytes:
-        return orjson.dumps({
-            "mode": self.mode, "input": self.input, "webhook": self.webhook,
-            "events": sorted(self.events) if self.events is not None else None,
-            "output_file_prefix": self.output_file_prefix, "context": self.context,
-            "model_context": self.model_context, "timeout": self.timeout})
-
-    @classmethod
-    def decode(cls, raw: bytes) -> StoredRequest:
-        doc = orjson.loads(raw)
-        events = doc.get("events")
-        return cls(Mode(doc["mode"]), doc["input"], doc.get("webhook"),
-                   frozenset(WebhookEvent(e) for e in events) if events is not None else None,
-                   doc.get("output_file_prefix"), doc.get("context"),
-                   doc.get("model_context"), doc.get("timeout"))
+def decode_request(raw: bytes) -> tuple[PredictionRequest, bool]:
+    """The request `encode_request` kept, and whether its input was kept."""
+    doc = orjson.loads(raw)
+    events = doc.get("events")
+    kept = doc["input"] is not None
+    return PredictionRequest(
+        doc["input"] if kept else {}, mode=Mode(doc["mode"]), webhook=doc.get("webhook"),
+        webhook_events_filter=frozenset(WebhookEvent(e) for e in events)
+        if events is not None else None,
+        output_file_prefix=doc.get("output_file_prefix"), context=doc.get("context"),
+        model_context=doc.get("model_context"), timeout=doc.get("timeout")), kept
 
 
 class Recovery:
@@ -107,9 +130,8 @@ class Recovery:
         writes: list[Write] = []
         queued: list[Record] = []
         for record in claimed.records:
-            request = StoredRequest.decode(record.request) if record.request else None
-            if record.stage is Stage.QUEUED and request is not None and \
-                    request.input is not None:
+            if record.stage is Stage.QUEUED and record.request is not None and \
+                    decode_request(record.request)[1]:
                 queued.append(record)
                 continue
             final = finished_failed(record, UNKEPT if record.stage is Stage.QUEUED else STOPPED)
@@ -138,9 +160,10 @@ class Recovery:
     def _terminal_hook(self, final: Record, pending: list[Hook]) -> Hook | None:
         if final.request is None:
             return None
-        request = StoredRequest.decode(final.request)
-        if request.webhook is None or (request.events is not None
-                                       and WebhookEvent.COMPLETED not in request.events):
+        request, _ = decode_request(final.request)
+        events = request.webhook_events_filter
+        if request.webhook is None or (events is not None
+                                       and WebhookEvent.COMPLETED not in events):
             return None
         seq = max([hook.seq for hook in pending] + [time.time_ns()]) + 1
         return Hook(final.id, seq, "completed", request.webhook, final.body,
@@ -150,24 +173,21 @@ class Recovery:
         """A queued prediction, created again under its id (waiting for a slot if the
         recovered ones outnumber them)."""
         assert record.request is not None
-        request = StoredRequest.decode(record.request)
-        assert request.input is not None
+        request, _ = decode_request(record.request)
+        request = dataclasses.replace(request, id=record.id)
         service = self.service
         listeners = []
         if request.webhook is not None:
-            listeners.append(self.webhooks.listener(request.webhook, request.events))
+            listeners.append(self.webhooks.listener(request.webhook,
+                                                    request.webhook_events_filter))
         while True:
             if service.status not in SERVING and not service.restarting:
                 self._fail(record, f"prediction failed: the model cannot run "
                                    f"({service.fatal_reason or 'setup failed'})")
                 return
             try:
-                prediction = service.create(
-                    record.id, request.input, mode=request.mode, webhook=request.webhook,
-                    webhook_events_filter=request.events,
-                    output_file_prefix=request.output_file_prefix, context=request.context,
-                    listeners=list(listeners), remember=True,
-                    model_context=request.model_context, timeout=request.timeout)
+                prediction = service.create(request, listeners=list(listeners),
+                                            remember=True)
                 self._made = [done for done in self._made if not done.done()]
                 self._made.append(prediction.done)
                 break

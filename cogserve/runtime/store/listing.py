@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 import orjson
 
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.records import Page, cursor_of, parse_cursor
-from cogserve.runtime.store import FinishedStore
+from cogserve.runtime.store.cache import RecentCache
+from cogserve.runtime.store.interface import Page, cursor_of, parse_cursor
 
 if TYPE_CHECKING:
-    from cogserve.runtime.durable import Durable
+    from cogserve.runtime.store.durable import Durable
 
 
 async def page(durable: Durable | None, running: Iterable[Prediction],
-               recent: FinishedStore, kind: str, status: str | None, limit: int,
+               recent: RecentCache, kind: str, status: str | None, limit: int,
                cursor: str | None) -> Page:
     """Raises ValueError for a cursor not made here, StoreError if the store fails."""
     if durable is not None:
@@ -33,7 +33,7 @@ async def page(durable: Durable | None, running: Iterable[Prediction],
     return _memory_page(running, recent, kind, status, limit, cursor)
 
 
-def _memory_page(running: Iterable[Prediction], recent: FinishedStore, kind: str,
+def _memory_page(running: Iterable[Prediction], recent: RecentCache, kind: str,
                  status: str | None, limit: int, cursor: str | None) -> Page:
     rows: list[tuple[float, str, bytes]] = []
     for prediction in running:
