@@ -174,3 +174,13 @@ def test_run_steps_work_in_a_fresh_venv_and_the_entrypoint_serves(model, tmp_pat
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=10)
+
+
+@pytest.mark.parametrize("declared,base", [("3.12", "python:3.12-slim"),
+                                           ("3.8", "python:3.11-slim")])
+def test_a_python_older_than_cogserve_runs_on_gets_the_default_base_image(
+        tmp_path, declared, base):
+    folder = write_model(tmp_path / f"py{declared}", MODEL,
+                         f'run: "run.py:Runner"\nbuild:\n  python_version: "{declared}"\n')
+    assert dockerfile(folder).returncode == 0
+    assert parsed(folder).baseimage == base

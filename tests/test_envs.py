@@ -6,6 +6,8 @@ shared by the tests here; uv keeps its own download cache, so a rerun downloads 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import pathlib
@@ -13,11 +15,12 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 
 import pytest
 import uv
 from cli_harness import cogserve
-from harness import MODELS, Server
+from harness import MODELS, Server, write_model
 
 from cogserve.envs.spec import parse_build
 
@@ -371,13 +374,89 @@ def test_a_model_declaring_no_packages_imports_the_cog_sdk_dependencies(tmp_path
     assert result.stdout.strip() == f"{sys.prefix} requestsstructlog"
 
 
-@pytest.mark.parametrize("version", ["3.7", "3.9"])
-def test_a_python_version_cog_no_longer_supports_is_refused_in_cogs_words(tmp_path, version
-                                                                          ) -> None:
-    (tmp_path / "cog.yaml").write_text(f'build:\n  python_version: "{version}"\n'
-                                       'run: "run.py:run"\n')
-    (tmp_path / "run.py").write_text("def run() -> str:\n    return 'x'\n")
-    result = cogserve("predict", tmp_path)
+RUNNING = sys.version.split()[0]
+
+
+def _old_python_model(tmp: pathlib.Path, version: str, requirements: str | None) -> pathlib.Path:
+    """A model declaring a Python older than cogserve runs a model on, as published Cog
+    models do; with `requirements`, a requirements.txt naming local wheels in ./wheels."""
+    model = tmp / f"py{version}"
+    build = f'  python_version: "{version}"\n'
+    if requirements is not None:
+        build += '  python_requirements: "requirements.txt"\n'
+        (model / "wheels").mkdir(parents=True)
+        (model / "requirements.txt").write_text(requirements)
+    write_model(model, TINY_RUN if requirements else
+                "import sys\n\ndef run(text: str = 'x') -> str:\n"
+                "    return text + ' ' + '.'.join(map(str, sys.version_info[:2]))\n",
+                cog_yaml=f"build:\n{build}run: \"run.py:{'Runner' if requirements else 'run'}\"\n")
+    return model
+
+
+def _warning(version: str) -> str:
+    return (f"cog.yaml declares python_version {version}, older than cogserve runs a model on "
+            f"(3.11+): serving it on Python {RUNNING}")
+
+
+def test_python_38_with_requirements_is_served_on_cogserves_python_with_one_warning(
+        tmp_path) -> None:
+    model = _old_python_model(tmp_path, "3.8", "./wheels/cogserve_tinypkg-0.1.0-py3-none-any.whl\n")
+    subprocess.run([uv.find_uv_bin(), "build", "--wheel", "--out-dir", str(model / "wheels"),
+                    str(ENVS / "tinypkg_src")], check=True, capture_output=True, timeout=120)
+    result = cogserve("predict", model, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "tiny"
+    assert result.stderr.count(_warning("3.8")) == 1, result.stderr
+    # the environment is made with a Python the worker runs on, and says which
+    assert (f"creating the environment with Python {RUNNING} ({sys.executable}), in place of "
+            "the declared python_version 3.8") in result.stderr
+    with Server(model) as server:
+        response = server.predict()
+        assert response.json()["output"] == "tiny", response.text
+        assert server.output().count(_warning("3.8")) == 1, server.output()
+
+
+def test_python_39_without_packages_is_served_on_cogserves_python_with_one_warning(
+        tmp_path) -> None:
+    model = _old_python_model(tmp_path, "3.9", None)
+    result = cogserve("predict", model, "-i", "text=hello")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"hello {sys.version_info[0]}.{sys.version_info[1]}"
+    assert result.stderr.count(_warning("3.9")) == 1, result.stderr
+    with Server(model) as server:
+        response = server.predict(text="hi")
+        assert response.json()["output"] == f"hi {sys.version_info[0]}.{sys.version_info[1]}"
+        assert server.output().count(_warning("3.9")) == 1, server.output()
+
+
+def _wheel(folder: pathlib.Path, name: str, python_tag: str) -> pathlib.Path:
+    """A one-module wheel built for `python_tag` only (e.g. cp38: CPython 3.8)."""
+    info = f"{name}-0.1.0.dist-info"
+    files = {f"{name}.py": b"VALUE = 1\n",
+             f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\n"
+                                  "Version: 0.1.0\n").encode(),
+             f"{info}/WHEEL": ("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                               f"Tag: {python_tag}-none-any\n").encode()}
+
+    def digest(data: bytes) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+    record = [f"{path},sha256={digest(data)},{len(data)}" for path, data in files.items()]
+    files[f"{info}/RECORD"] = ("\n".join(record) + f"\n{info}/RECORD,,\n").encode()
+    wheel = folder / f"{name}-0.1.0-{python_tag}-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+def test_a_package_only_for_the_declared_old_python_fails_naming_it(tmp_path) -> None:
+    model = _old_python_model(tmp_path, "3.8", "--find-links ./wheels\ncogserve-py38only\n")
+    _wheel(model / "wheels", "cogserve_py38only", "cp38")
+    result = cogserve("env", model, timeout=300)
     assert result.returncode == 1
-    assert (f'invalid build.python_version "{version}": minimum supported Python version '
-            "is 3.10") in result.stderr
+    assert (f"(cog.yaml declares python_version 3.8; the environment uses Python {RUNNING})"
+            in result.stderr), result.stderr
+    assert "No solution found" in result.stderr  # uv's own words, naming the package
+    assert "cogserve-py38only" in result.stderr
+    assert leftovers() == []

@@ -172,8 +172,8 @@ def test_healthcheck_drives_unhealthy(serve, tmp_path):
     assert server.wait_for("READY")["status"] == "READY"
 
 
-def test_cog_readme_predictor_over_http(serve):
-    example = EXAMPLES / "cog-readme-predictor"
+def test_pgm_invert_example_over_http(serve):
+    example = EXAMPLES / "pgm-invert"
     server = serve(example)
     image = base64.b64encode((example / "input.pgm").read_bytes()).decode()
     body = server.predict(image=f"data:image/x-portable-graymap;base64,{image}").json()

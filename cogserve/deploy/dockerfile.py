@@ -87,12 +87,13 @@ def render(config: ModelConfig, options: Options) -> str:
         raise DefinitionError(f"{config.directory}: no cog.yaml; the image serves the model "
                               "that cog.yaml names")
     spec = parse_build(config.directory, config.build)
+    python = DEFAULT_PYTHON if spec.python_too_old else spec.python_version or DEFAULT_PYTHON
     healthcheck = ("import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s"
                    f"{READY_PATH}' % os.environ.get('PORT', '{options.port}'), timeout=5)")
     return "\n".join([
         "# syntax=docker/dockerfile:1",
         f"# written by `cogserve dockerfile` {cogserve.__version__} for {config.directory.name}",
-        f"FROM python:{spec.python_version or DEFAULT_PYTHON}-slim",
+        f"FROM python:{python}-slim",  # 3.8 or 3.9 declared: cogserve needs newer
         "ENV PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "
         f"PORT={options.port} LOG_FORMAT=json COGSERVE_ENV_DIR={ENV_DIR}",
         *_system_steps(spec),

@@ -6,7 +6,8 @@ Cog's lower bounds, so a model's pins win) and the model's packages or requireme
 uv runs in the model's folder, so local paths and `--extra-index-url` in a requirements
 file resolve as they would for Cog.
 Interpreters are never downloaded (`--no-python-downloads`): a `python_version` with no
-matching interpreter on the machine falls back to cogserve's own, said once.
+matching interpreter on the machine falls back to cogserve's own, said once; one older than
+the worker runs on (3.8, 3.9 ...) gets cogserve's own too, as `for_model` has said already.
 
 Every line uv prints goes to `on_line` (the terminal, or `setup.logs` while serving); a
 failure raises `EnvBuildError` carrying uv's own message.
@@ -25,14 +26,11 @@ import time
 from collections.abc import Callable, Sequence
 
 from cogserve.envs import certs, selfwheel
-from cogserve.envs.spec import BuildSpec, normalise
+from cogserve.envs.spec import MIN_PYTHON, BuildSpec, normalise
 from cogserve.envs.store import EnvStore
 from cogserve.lifeline import die_with_parent
 
 LineSink = Callable[[str], None]
-
-# The worker's code needs this Python or newer.
-MIN_PYTHON = (3, 11)
 
 
 class EnvBuildError(Exception):
@@ -91,18 +89,14 @@ async def choose_interpreter(version: str | None, on_line: LineSink) -> str:
     if version is None or running == version or running.startswith(version + "."):
         return own
     wanted = tuple(int(part) for part in version.split(".")[:2])
-    why = ""
     if wanted < MIN_PYTHON:
-        why = "cogserve's worker needs Python >= {}.{}".format(*MIN_PYTHON)
-    else:
-        argv = [uv_bin(), "python", "find", "--system", "--no-python-downloads", version]
-        code, lines = await _run(argv, lambda _line: None)
-        if code == 0 and lines and os.path.exists(lines[-1].strip()):
-            return lines[-1].strip()
-        why = "no such interpreter on this machine, and none is downloaded"
-    message = (f"build.python_version {version}: {why}; using cogserve's own Python "
-               f"{sys.version.split()[0]}")
-    on_line(f"cogserve: {message}\n")
+        return own
+    argv = [uv_bin(), "python", "find", "--system", "--no-python-downloads", version]
+    code, lines = await _run(argv, lambda _line: None)
+    if code == 0 and lines and os.path.exists(lines[-1].strip()):
+        return lines[-1].strip()
+    on_line(f"cogserve: build.python_version {version}: no such interpreter on this machine, "
+            f"and none is downloaded; using cogserve's own Python {running}\n")
     return own
 
 
@@ -128,7 +122,7 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
     build_dir = store.new_build_dir(key)
     try:
         uv = uv_bin()
-        on_line(f"cogserve: creating the environment ({python})\n")
+        on_line(f"cogserve: creating the environment with {_python_named(python, spec)}\n")
         code, lines = await _run([uv, "venv", "--relocatable", "--no-python-downloads",
                                   "--python", python, str(build_dir)], on_line)
         if code != 0:
@@ -171,6 +165,15 @@ async def _build(spec: BuildSpec, store: EnvStore, key: str, on_line: LineSink,
     return path
 
 
+def _python_named(python: str, spec: BuildSpec) -> str:
+    """The interpreter an environment is made with, and the declared version it stands in
+    for when that one is older than the worker runs on."""
+    if python != sys.executable or not spec.python_too_old:
+        return python
+    return (f"Python {sys.version.split()[0]} ({python}), in place of the declared "
+            f"python_version {spec.python_version}")
+
+
 def _install_error(spec: BuildSpec, lines: list[str], trust: certs.Trust) -> str:
     """uv's message, led by what to do about it: an untrusted certificate (which store was
     used, how to add one), or the conflicts between the model's pins and cogserve's needs."""
@@ -185,4 +188,7 @@ def _install_error(spec: BuildSpec, lines: list[str], trust: certs.Trust) -> str
                    if name in needed and name in output.lower()]
         if clashes:
             head = "; ".join(clashes)
+    if spec.python_too_old:
+        head += (f" (cog.yaml declares python_version {spec.python_version}; the environment "
+                 f"uses Python {sys.version.split()[0]})")
     return f"{head}:\n{output}"

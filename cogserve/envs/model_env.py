@@ -16,7 +16,7 @@ from typing import Any
 
 from cogserve.config import ModelConfig
 from cogserve.envs import selfwheel, system
-from cogserve.envs.spec import BuildSpec, parse_build
+from cogserve.envs.spec import MIN_PYTHON, BuildSpec, parse_build
 from cogserve.envs.store import MARKER, EnvStore
 from cogserve.envvars import env_switch
 
@@ -84,6 +84,8 @@ def for_model(config: ModelConfig, no_env: bool = False, rebuild: bool = False,
         return None
     spec = build_spec(config)
     system.warn_missing(spec)
+    if spec.python_too_old:
+        _warn_old_python(spec)
     if not spec.needs_env:
         return None
     if opted_out:
@@ -91,3 +93,16 @@ def for_model(config: ModelConfig, no_env: bool = False, rebuild: bool = False,
                  "runs with cogserve's own Python")
         return None
     return ModelEnvironment(spec, rebuild=rebuild, **kwargs)
+
+
+def _warn_old_python(spec: BuildSpec) -> None:
+    """One line naming the declared Python and the one the model gets. A log record while
+    serving; printed plainly by `predict`/`train`, which keep the log quiet (they print
+    each error once themselves) but must still say which Python runs the model."""
+    text = ("cog.yaml declares python_version {}, older than cogserve runs a model on "
+            "({}.{}+): serving it on Python {}").format(spec.python_version, *MIN_PYTHON,
+                                                        sys.version.split()[0])
+    if log.isEnabledFor(logging.WARNING):
+        log.warning("%s", text)
+    else:
+        print(f"cogserve: warning: {text}", file=sys.stderr, flush=True)

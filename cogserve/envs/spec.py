@@ -19,8 +19,10 @@ from typing import Any
 
 from cogserve.exceptions import DefinitionError
 
-# The oldest build.python_version Cog 0.23 accepts.
-MIN_COG_PYTHON = (3, 10)
+# The oldest Python cogserve's worker runs on. A model declaring an older
+# build.python_version (Cog models were published for 3.7-3.9 for years, though `cog build`
+# 0.23 refuses below 3.10) is served on the running interpreter instead, said once.
+MIN_PYTHON = (3, 11)
 
 # `build:` keys that only make sense for a Docker image; accepted and ignored.
 IMAGE_ONLY_KEYS = ("gpu", "cuda", "cudnn", "sdk_version")
@@ -44,6 +46,15 @@ class BuildSpec:
     system_packages: tuple[str, ...] = ()
     run: tuple[str, ...] = ()  # build.run and the deprecated pre_install, as shell commands
     ignored: tuple[str, ...] = field(default=())  # image-only keys present
+
+    @property
+    def python_too_old(self) -> bool:
+        """Whether the declared python_version is older than the worker runs on: the model
+        is served on the running interpreter (or an environment made with it) instead."""
+        if self.python_version is None or "." not in self.python_version:
+            return False  # "3": any Python 3
+        wanted = tuple(int(part) for part in self.python_version.split(".")[:2])
+        return wanted < MIN_PYTHON
 
     @property
     def needs_env(self) -> bool:
@@ -147,10 +158,6 @@ def parse_build(directory: pathlib.Path, build: Any) -> BuildSpec:
         if not re.fullmatch(r"3(\.\d+){0,2}", version):
             raise DefinitionError(f'{where}: build.python_version must look like "3.11", '
                                   f"not {build['python_version']!r}")
-        if version.count(".") and int(version.split(".")[1]) < MIN_COG_PYTHON[1]:
-            raise DefinitionError(  # Cog's words (pkg/config: minimum supported version)
-                f'{where}: invalid build.python_version "{version}": minimum supported '
-                "Python version is {}.{}".format(*MIN_COG_PYTHON))
     run: list[str] = []
     for key in ("pre_install", "run"):
         for item in build.get(key) or []:

@@ -1,0 +1,7 @@
+from cog import BaseModel
+
+
+class Result(BaseModel):
+    text: str
+    score: float
+    tags: list[str]
