@@ -262,6 +262,50 @@ class SSETokens(Scenario):
                 "time to first token": statistics.median(r.first_token_s for r in runs) * 1000}
 
 
+class OpenAIStream(Scenario):
+    """The same token stream through /v1/chat/completions (`stream: true`) and through
+    Cog's own SSE (`POST /predictions`), alternating request by request on one server."""
+
+    key = "openai_sse"
+    number = "4b"
+    title = "OpenAI chat streaming against Cog's SSE, 10,000 tokens"
+    model = "chat_tokens"
+    systems = (COGSERVE,)
+    with_baseline = False
+    tokens = 10_000
+    figures = (Figure("tokens/s, Cog SSE", "tokens/s", True),
+               Figure("tokens/s, /v1/chat/completions", "tokens/s", True),
+               Figure("tokens/s, /v1 over SSE", "x", True),
+               Figure("time to first token, Cog SSE", "ms", False),
+               Figure("time to first token, /v1/chat/completions", "ms", False),
+               Figure("time to first token, /v1 over SSE", "x", False))
+    chat = (b'{"model":"chat_tokens","stream":true,'
+                          b'"messages":[{"role":"user","content":"go"}]}')
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self._pair(server)
+
+    def _pair(self, server: Server) -> tuple[loadgen.StreamTimes, loadgen.StreamTimes]:
+        cog = loadgen.sse(server.url + "/predictions", b'{"input":{"prompt":"go"}}')
+        chat = loadgen.sse(server.url + "/v1/chat/completions", self.chat,
+                           marker=b'"delta":{"content":', end=b"data: [DONE]")
+        for name, got in (("SSE", cog), ("/v1", chat)):
+            if got.status != 200 or got.tokens != self.tokens or not got.completed:
+                raise RuntimeError(f"{name}: HTTP {got.status}, {got.tokens} tokens (want "
+                                   f"{self.tokens}), completed={got.completed}")
+        return cog, chat
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        pairs = [self._pair(server) for _ in range(max(1, ctx.repeats // 2))]
+        rate = [statistics.median(p[i].tokens / p[i].total_s for p in pairs) for i in (0, 1)]
+        first = [statistics.median(p[i].first_token_s for p in pairs) * 1000 for i in (0, 1)]
+        return {"tokens/s, Cog SSE": rate[0], "tokens/s, /v1/chat/completions": rate[1],
+                "tokens/s, /v1 over SSE": rate[1] / rate[0],
+                "time to first token, Cog SSE": first[0],
+                "time to first token, /v1/chat/completions": first[1],
+                "time to first token, /v1 over SSE": first[1] / first[0]}
+
+
 # ---------------------------------------------------------------- 5: file output
 
 
@@ -645,7 +689,8 @@ def _soak() -> Scenario:
 
 
 ALL: tuple[Scenario, ...] = (
-    NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), FileDataURL(),
-    FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(), V2Binary(), CPUPool(),
+    NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), OpenAIStream(),
+    FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
+    V2Binary(), CPUPool(),
     _soak(), MLPBatch(),
 )
