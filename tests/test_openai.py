@@ -188,6 +188,21 @@ def test_a_client_leaving_mid_stream_cancels_the_prediction(chat, tmp_path):
     assert marker.read_text() == "canceled"  # the model itself saw the cancel
 
 
+def test_a_failed_prediction_is_a_500_and_an_error_event_mid_stream(chat):
+    with pytest.raises(openai.InternalServerError) as caught:
+        client(chat).chat.completions.create(
+            model="openai_chat", messages=[{"role": "user", "content": "a fail"}])
+    assert caught.value.body["code"] == "prediction_failed"
+    assert "the model failed on purpose" in caught.value.body["message"]
+    stream = client(chat).chat.completions.create(
+        model="openai_chat", stream=True, messages=[{"role": "user", "content": "a fail"}])
+    contents = []
+    with pytest.raises(openai.APIError, match="the model failed on purpose"):
+        for chunk in stream:
+            contents.append(chunk.choices[0].delta.content)
+    assert contents[1:] == ["sys= ", "temp=0.7 ", "a "]  # what came before the failure
+
+
 # ---------------------------------------------------------------- images
 
 def png_size(data: bytes) -> tuple[int, int]:

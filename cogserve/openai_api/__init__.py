@@ -15,16 +15,23 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.responses import HTTPError
+from cogserve.http.routing import NO_PARAMS, Match
 
 if TYPE_CHECKING:
     from cogserve.openai_api.routes import Routes
     from cogserve.runtime.service import Service
 
 PATH = "/v1"
+MODELS = PATH + "/models"
+MODEL = MODELS + "/{model}"  # a template: GET /v1/models/{model}
+CHAT = PATH + "/chat/completions"
+COMPLETIONS = PATH + "/completions"
+IMAGES = PATH + "/images/generations"
 
 
 def mount(service: Service, max_body: int) -> OpenAIMount:
@@ -38,6 +45,17 @@ class OpenAIMount:
         self.service = service
         self.max_body = max_body
         self._routes: Routes | None = None
+        # the route templates that label metrics, access logs and traces
+        self._matches = {template: Match(template, MappingProxyType({}), NO_PARAMS, self)
+                         for template in (PATH, MODELS, MODEL, CHAT, COMPLETIONS, IMAGES)}
+
+    def match(self, path: str) -> Match:
+        """The template of a path under /v1 (`/v1` itself for one no route has)."""
+        path = path.rstrip("/")
+        found = self._matches.get(path)
+        if found is None:
+            found = self._matches[MODEL if path.startswith(MODELS + "/") else PATH]
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._load()(scope, receive, send)

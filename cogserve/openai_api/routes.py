@@ -19,7 +19,7 @@ import orjson
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.responses import PREDICTION_KEY, RequestError, read_body, send_json
-from cogserve.openai_api import answers, requests
+from cogserve.openai_api import CHAT, COMPLETIONS, IMAGES, MODELS, answers, requests
 from cogserve.openai_api.answers import Chunks, Kind
 from cogserve.openai_api.errors import APIError, bad, from_refusal
 from cogserve.openai_api.runtime import Runtime
@@ -46,10 +46,8 @@ class Routes:
         self.max_body = max_body
         self.created = answers.now()
         self.table: dict[str, tuple[str, Handler]] = {
-            "/v1/models": ("GET", self.models),
-            "/v1/chat/completions": ("POST", self.chat),
-            "/v1/completions": ("POST", self.completions),
-            "/v1/images/generations": ("POST", self.images),
+            MODELS: ("GET", self.models), CHAT: ("POST", self.chat),
+            COMPLETIONS: ("POST", self.completions), IMAGES: ("POST", self.images),
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,10 +65,10 @@ class Routes:
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"].rstrip("/")
         method = scope["method"]
-        if path.startswith("/v1/models/"):
-            if method != "GET":
+        if path.startswith(MODELS + "/"):
+            if method not in ("GET", "HEAD"):
                 raise APIError(405, f"{method} {path} is not allowed: use GET")
-            await self.model_info(scope, path[len("/v1/models/"):], send)
+            await self.model_info(scope, path[len(MODELS) + 1:], send)
             return
         route = self.table.get(path)
         if route is None:

@@ -4,6 +4,10 @@ requests to inputs, usage and finish_reason, and the stream's frames."""
 from __future__ import annotations
 
 import base64
+import os
+import pathlib
+import subprocess
+import sys
 from typing import Any
 
 import orjson
@@ -17,6 +21,7 @@ from cogserve.runtime.errors import AtCapacity, NotReady, QueueFull
 TEXT_ITERATOR = {"type": "array", "items": {"type": "string"},
                  "x-cog-array-type": "iterator", "x-cog-array-display": "concatenate"}
 FILE = {"type": "string", "format": "uri"}
+MODELS = pathlib.Path(__file__).parent.parent / "models"
 
 
 def document(properties: dict[str, Any], output: dict[str, Any]) -> dict[str, Any]:
@@ -180,3 +185,35 @@ def test_refusals_in_openais_statuses():
     assert (full.status, full.headers) == (429, [(b"retry-after", b"7")])
     assert from_refusal(AtCapacity()).status == 429
     assert from_refusal(NotReady("starting", None)).status == 503
+
+
+def test_an_app_imports_none_of_the_routes_until_v1_is_asked(tmp_path):
+    """Nothing but the small mount is loaded by a server nobody asks for /v1 (in a fresh
+    interpreter: other tests here import the modules)."""
+    code = (
+        "import asyncio, sys\n"
+        "from cogserve.assembly import build\n"
+        "from cogserve.config import load_config\n"
+        "from cogserve.runtime.settings import for_model\n"
+        f"cfg = load_config({str(MODELS / 'openai_chat')!r})\n"
+        "async def main():\n"
+        "    build(cfg, for_model(cfg))\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in sys.modules\n"
+        "             if m.startswith(('cogserve.openai_api', 'openai'))))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "COGSERVE_STORE": "memory",
+                                             "TMPDIR": str(tmp_path)},
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "['cogserve.openai_api']"
+
+
+def test_v1_paths_have_route_templates():
+    from cogserve.openai_api import OpenAIMount
+
+    mount = OpenAIMount(None, 1)  # type: ignore[arg-type]  # `match` reads no service
+    assert mount.match("/v1/chat/completions").template == "/v1/chat/completions"
+    assert mount.match("/v1/models/").template == "/v1/models"
+    assert mount.match("/v1/models/some-model").template == "/v1/models/{model}"
+    assert mount.match("/v1/embeddings").template == "/v1"
+    assert mount.match("/v1/images/generations").app is mount

@@ -5,7 +5,8 @@ It echoes what it was given, one word a token, so tests can see every mapping: f
 `sys=<system_prompt>` and `temp=<temperature>`, then the prompt's words, at most
 `max_tokens` tokens in all. It records Cog's token-count metrics unless the prompt
 holds `nometrics`; a prompt holding `slow` yields one token, then waits (for a cancel)
-up to 60 s, writing the marker file `<slow word's suffix>` when it is canceled.
+up to 60 s, writing the marker file `<slow word's suffix>` when it is canceled; the
+word `fail` makes it raise there.
 """
 
 import os
@@ -35,6 +36,8 @@ class Runner(BaseRunner):
             self.record_metric("input_token_count", len(prompt.split()))
             self.record_metric("output_token_count", len(tokens))
         for token in tokens:
+            if token == "fail ":
+                raise RuntimeError("the model failed on purpose")
             if token.startswith("slow"):
                 yield token
                 self.wait_for_cancel(token.strip().partition(":")[2])
