@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from harness import Server
+from harness import Server, write_model
 
 TOKEN = "openai-s3cret"
 
@@ -246,6 +246,20 @@ def test_a_model_of_neither_shape_answers_404_saying_why():
         assert "no text input named prompt" in caught.value.body["message"]
         # Cog's own routes are as they were
         assert server.predict(n=2).json()["output"] == ["p0", "p1"]
+
+
+def test_cog_yaml_maps_a_model_the_names_do_not_fit(tmp_path):
+    source = ("from cog import BaseRunner\n\n"
+              "class Runner(BaseRunner):\n"
+              "    def run(self, text: str, length: int = 8) -> str:\n"
+              "        return text.upper()[:length]\n")
+    model = write_model(tmp_path / "shout", source, 'run: "run.py:Runner"\nopenai:\n'
+                        "  shape: language\n  inputs: {prompt: text, max_tokens: length}\n")
+    with Server(model) as server:
+        answer = client(server).completions.create(model="shout", prompt="hello world",
+                                                   max_tokens=5)
+        assert answer.choices[0].text == "HELLO"
+        assert stored(server, answer.id)["input"] == {"text": "hello world", "length": 5}
 
 
 def test_no_openai_leaves_v1_out(tmp_path):

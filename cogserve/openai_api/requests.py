@@ -74,10 +74,10 @@ def completion(model: Model, body: dict[str, Any]) -> Call:
         raise bad("prompt", "prompt must be a string (one prompt per request)")
     if body.get("suffix"):
         raise bad("suffix", "suffix is not supported: the model completes a prompt only")
-    call.put(model, Field.PROMPT, prompt, "prompt")
     if model.input(Field.PROMPT) is None:
         raise bad("prompt", f"the model {model.name} takes messages, not a prompt: use "
                             "POST /v1/chat/completions")
+    call.put(model, Field.PROMPT, prompt, "prompt")
     return call
 
 

@@ -39,7 +39,6 @@ class Field(StrEnum):
     PROMPT = "prompt"
     MESSAGES = "messages"
     SYSTEM_PROMPT = "system_prompt"
-    PROMPT_TEMPLATE = "prompt_template"
     MAX_TOKENS = "max_tokens"
     TEMPERATURE = "temperature"
     TOP_P = "top_p"
@@ -52,7 +51,6 @@ class Field(StrEnum):
     WIDTH = "width"
     HEIGHT = "height"
     ASPECT_RATIO = "aspect_ratio"
-    NEGATIVE_PROMPT = "negative_prompt"
 
 
 # each field's input names in published Cog models, the first found wins
@@ -60,7 +58,6 @@ NAMES: dict[Field, tuple[str, ...]] = {
     Field.PROMPT: ("prompt",),
     Field.MESSAGES: ("messages",),
     Field.SYSTEM_PROMPT: ("system_prompt", "system_message", "system"),
-    Field.PROMPT_TEMPLATE: ("prompt_template",),
     Field.MAX_TOKENS: ("max_tokens", "max_new_tokens", "max_length", "max_output_tokens"),
     Field.TEMPERATURE: ("temperature",),
     Field.TOP_P: ("top_p",),
@@ -73,7 +70,6 @@ NAMES: dict[Field, tuple[str, ...]] = {
     Field.WIDTH: ("width",),
     Field.HEIGHT: ("height",),
     Field.ASPECT_RATIO: ("aspect_ratio",),
-    Field.NEGATIVE_PROMPT: ("negative_prompt",),
 }
 
 
