@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import base64
 import struct
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from harness import Server, write_model
+from harness import Server, wait_until, write_model
 
 TOKEN = "openai-s3cret"
 
@@ -20,15 +19,6 @@ TOKEN = "openai-s3cret"
 def client(server: Server, api_key: str = "unused") -> openai.OpenAI:
     return openai.OpenAI(base_url=server.url + "/v1", api_key=api_key, max_retries=0,
                          timeout=60)
-
-
-def wait_until(check: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.02)
-    raise AssertionError("the condition never held")
 
 
 def stored(server: Server, response_id: str) -> dict[str, Any]:
