@@ -77,7 +77,8 @@ def completion(kind: Kind, prediction_id: str, model: str, created: int, text: s
 
 class Chunks:
     """The `data:` frames of one streamed answer. A token's frame is two constant byte
-    strings around the token's JSON, so each yielded token costs one small encode."""
+    strings around the token's JSON, so each yielded token costs one small encode, and
+    the tokens queued together are one join."""
 
     def __init__(self, kind: Kind, prediction_id: str, model: str, created: int) -> None:
         self.kind = kind
@@ -91,9 +92,17 @@ class Chunks:
         else:
             self.head = b"data: " + head + b',"choices":[{"index":0,"text":'
             self.tail = b',"logprobs":null,"finish_reason":null}]}\n\n'
+        self.between = self.tail + self.head
 
     def token(self, text: str) -> bytes:
         return self.head + orjson.dumps(text) + self.tail
+
+    def tokens(self, texts: list[str]) -> bytes:
+        """The frames of several tokens: one join (the tail and head between two tokens
+        are one constant)."""
+        if len(texts) == 1:
+            return self.token(texts[0])
+        return self.head + self.between.join([orjson.dumps(t) for t in texts]) + self.tail
 
     def first(self) -> bytes:
         """Chat's opening chunk: the assistant's role (nothing for completions)."""

@@ -251,7 +251,7 @@ class Feed:
                 tokens = self.tokens
                 self.tokens = []
                 self.count += len(tokens)
-                await _chunk(send, b"".join([chunks.token(t) for t in tokens]))
+                await _chunk(send, chunks.tokens(tokens))
                 continue
             if self.ended:
                 return True

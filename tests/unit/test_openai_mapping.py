@@ -161,6 +161,8 @@ def test_stream_frames_are_openais_json():
         "id": "chatcmpl-abc", "object": "chat.completion.chunk", "created": 7, "model": "m",
         "choices": [{"index": 0, "delta": {"content": 'say "hi"\n'}, "logprobs": None,
                      "finish_reason": None}]}
+    assert chunks.tokens(["a", "b", "c"]) == b"".join(chunks.token(t) for t in "abc")
+    assert chunks.tokens(["a"]) == chunks.token("a")
     frames = chunks.last("stop", {"prompt_tokens": 1}).split(b"\n\n")
     assert orjson.loads(frames[0][6:])["choices"][0]["finish_reason"] == "stop"
     assert orjson.loads(frames[1][6:])["usage"] == {"prompt_tokens": 1}
