@@ -111,10 +111,11 @@ class StreamTimes:
     completed: bool
 
 
-def sse(url: str, body: bytes, *, timeout: float = 120.0) -> StreamTimes:
-    """POST with Accept: text/event-stream; count `output` events as they arrive."""
+def sse(url: str, body: bytes, *, timeout: float = 120.0, marker: bytes = b"event: output",
+        end: bytes = b"event: completed") -> StreamTimes:
+    """POST with Accept: text/event-stream; count `marker` (Cog's `output` events) as
+    they arrive, until `end` (OpenAI's chunks: their `delta.content`, then `[DONE]`)."""
     conn, path = _connection(url, timeout)
-    marker = b"event: output"
     try:
         conn.connect()
         start = time.perf_counter()
@@ -136,7 +137,7 @@ def sse(url: str, body: bytes, *, timeout: float = 120.0) -> StreamTimes:
             if found and not tokens:
                 first = time.perf_counter() - start
             tokens += found
-            if b"event: completed" in window:
+            if end in window:
                 completed = True
             # keep a tail shorter than the marker so no event is counted twice
             tail = window[-(len(marker) - 1):]

@@ -205,6 +205,17 @@ def targets(results: Results, baseline: str | None = None) -> list[str]:
     rows.append(_against("Scenario 4: SSE tokens/s ≥ the reference (issue 5)",
                          median("sse", COGSERVE, "tokens/s"), median("sse", REFERENCE, "tokens/s"),
                          lambda r: r >= 1))
+    rows.append(_against("Scenario 4b: tokens/s through /v1/chat/completions ≥ 0.9 of Cog's "
+                         "SSE on the same model (issue 38)",
+                         median("openai_sse", COGSERVE, "tokens/s, /v1/chat/completions"),
+                         median("openai_sse", COGSERVE, "tokens/s, Cog SSE"),
+                         lambda r: r >= 0.9))
+    rows.append(_against("Scenario 4b: time to first token through /v1/chat/completions "
+                         "≤ 1.1x Cog's SSE (issue 38)",
+                         median("openai_sse", COGSERVE,
+                                "time to first token, /v1/chat/completions"),
+                         median("openai_sse", COGSERVE, "time to first token, Cog SSE"),
+                         lambda r: r <= 1.1))
     latency = median("json_7mib", COGSERVE, "latency")
     rows.append(_against("Scenario 6: 7 MiB JSON input latency ≤ 3x the floor's (issue 24)",
                          latency, median("json_7mib", FLOOR, "latency"), lambda r: r <= 3))

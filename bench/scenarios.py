@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import envs, loadgen, systems
-from bench.procs import reset_peak_rss, status_kib, tree_cpu_seconds
+from bench.procs import cpu_seconds, reset_peak_rss, status_kib, tree_cpu_seconds
 from bench.systems import (
     BASELINE,
     COGSERVE,
@@ -260,6 +260,72 @@ class SSETokens(Scenario):
         runs = [self._one(server) for _ in range(max(1, ctx.repeats // 2))]
         return {"tokens/s": statistics.median(r.tokens / r.total_s for r in runs),
                 "time to first token": statistics.median(r.first_token_s for r in runs) * 1000}
+
+
+class OpenAIStream(Scenario):
+    """The same token stream through /v1/chat/completions (`stream: true`) and through
+    Cog's own SSE (`POST /predictions`), alternating request by request on one server.
+    Besides the client's timings, the server process's own CPU per token for each path
+    (utime+stime from /proc around each stream): steadier on a loaded machine."""
+
+    key = "openai_sse"
+    number = "4b"
+    title = "OpenAI chat streaming against Cog's SSE, 10,000 tokens"
+    model = "chat_tokens"
+    systems = (COGSERVE,)
+    with_baseline = False
+    tokens = 10_000
+    figures = (Figure("tokens/s, Cog SSE", "tokens/s", True),
+               Figure("tokens/s, /v1/chat/completions", "tokens/s", True),
+               Figure("tokens/s, /v1 over SSE", "x", True),
+               Figure("time to first token, Cog SSE", "ms", False),
+               Figure("time to first token, /v1/chat/completions", "ms", False),
+               Figure("time to first token, /v1 over SSE", "x", False),
+               Figure("parent CPU per token, Cog SSE", "µs", False),
+               Figure("parent CPU per token, /v1/chat/completions", "µs", False),
+               Figure("parent CPU per token, /v1 over SSE", "x", False))
+    chat = (b'{"model":"chat_tokens","stream":true,'
+            b'"messages":[{"role":"user","content":"go"}]}')
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self._pair(server)
+
+    def _pair(self, server: Server) -> list[tuple[loadgen.StreamTimes, float]]:
+        """One stream through each path: its times and the server's CPU seconds."""
+        assert server.proc is not None
+        pid = server.proc.pid
+        got = []
+        for name, url, body, marker, end in (
+                ("SSE", "/predictions", b'{"input":{"prompt":"go"}}', b"event: output",
+                 b"event: completed"),
+                ("/v1", "/v1/chat/completions", self.chat, b'"delta":{"content":',
+                 b"data: [DONE]")):
+            cpu = cpu_seconds(pid)
+            times = loadgen.sse(server.url + url, body, marker=marker, end=end)
+            cpu = cpu_seconds(pid) - cpu
+            if times.status != 200 or times.tokens != self.tokens or not times.completed:
+                raise RuntimeError(f"{name}: HTTP {times.status}, {times.tokens} tokens (want "
+                                   f"{self.tokens}), completed={times.completed}")
+            got.append((times, cpu))
+        return got
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        pairs = [self._pair(server) for _ in range(max(1, ctx.repeats // 2))]
+
+        def med(path: int, of: Any) -> float:
+            return statistics.median(of(pair[path]) for pair in pairs)
+
+        rate = [med(i, lambda p: p[0].tokens / p[0].total_s) for i in (0, 1)]
+        first = [med(i, lambda p: p[0].first_token_s * 1000) for i in (0, 1)]
+        cpu = [med(i, lambda p: p[1] / p[0].tokens * 1e6) for i in (0, 1)]
+        return {"tokens/s, Cog SSE": rate[0], "tokens/s, /v1/chat/completions": rate[1],
+                "tokens/s, /v1 over SSE": rate[1] / rate[0],
+                "time to first token, Cog SSE": first[0],
+                "time to first token, /v1/chat/completions": first[1],
+                "time to first token, /v1 over SSE": first[1] / first[0],
+                "parent CPU per token, Cog SSE": cpu[0],
+                "parent CPU per token, /v1/chat/completions": cpu[1],
+                "parent CPU per token, /v1 over SSE": cpu[1] / cpu[0]}
 
 
 # ---------------------------------------------------------------- 5: file output
@@ -645,7 +711,8 @@ def _soak() -> Scenario:
 
 
 ALL: tuple[Scenario, ...] = (
-    NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), FileDataURL(),
-    FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(), V2Binary(), CPUPool(),
+    NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), OpenAIStream(),
+    FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
+    V2Binary(), CPUPool(),
     _soak(), MLPBatch(),
 )

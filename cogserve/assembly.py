@@ -113,10 +113,21 @@ def build_app(runtime: Runtime, *, max_body: int, on_shutdown: Callable[[], None
 
         mounts.append((mcp.PATH, mcp.mount(service, max_body)))
         mcp_page = mcp.page_settings()
+    openai_mount = None
+    checked: Callable[[Any], None] | None = guard
+    if service.settings.openai:  # the OpenAI API at /v1 (language and image models only)
+        from cogserve import openai_api
+
+        openai_mount = openai_api.mount(service, max_body)
+        mounts.append((openai_api.PATH, openai_mount))
+        if guard is not None:  # its 401 in OpenAI's error shape
+            checked = openai_api.guarded(guard)
     if service.settings.playground:  # the browser playground at /docs (--no-playground)
         from cogserve.http import playground
 
-        page = playground.Playground(service, max_body, mcp=mcp_page)
+        page = playground.Playground(
+            service, max_body, mcp=mcp_page,
+            openai=openai_mount.page_settings if openai_mount is not None else None)
         routes.update(playground.routes(page))
         if guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
             guard.allow(*playground.PAGES,
@@ -125,5 +136,5 @@ def build_app(runtime: Runtime, *, max_body: int, on_shutdown: Callable[[], None
     # observer around the app's request handling
     watch = observability.build(service, runtime.metrics)
     routes.update(watch.routes)
-    return App(service, cog, routes=routes, mounts=mounts, guard=guard,
+    return App(service, cog, routes=routes, mounts=mounts, guard=checked,
                observer=watch.observer)

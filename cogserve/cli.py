@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> None:
                        help="do not serve the browser playground at /docs")
     serve.add_argument("--no-mcp", dest="mcp", action="store_false",
                        help="do not serve the model as an MCP tool at /mcp")
+    serve.add_argument("--no-openai", dest="openai", action="store_false",
+                       help="do not serve the OpenAI API at /v1 (language and image models)")
     _capacity_flags(serve)
     serve.add_argument("--store", default=None,
                        metavar="sqlite|PATH|memory|redis://HOST:PORT/DB",
@@ -296,6 +298,7 @@ def _serve(args: argparse.Namespace) -> None:
     _mount_weights(config)
     settings.playground = args.playground
     settings.mcp = args.mcp
+    settings.openai = args.openai
     _apply_capacity(args, settings)
     settings.store = runtime_settings.choose_store(
         args.store if args.store is not None else env_text("COGSERVE_STORE"),

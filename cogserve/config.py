@@ -30,6 +30,7 @@ class ModelConfig:
     image: str | None = None
     build: Any = None  # cog.yaml `build:` as written; checked by cogserve.envs.spec
     weights: Any = None  # cog.yaml `weights:` as written; checked by cogserve.envs.weights
+    openai: Any = None  # cog.yaml `openai:` as written; read by cogserve.openai_api.shapes
 
     def default_name(self) -> str:
         """The model's name where none is given: cog.yaml's `image` (last part, no tag),
@@ -79,6 +80,7 @@ def load_config(directory: str | os.PathLike[str] | None = None,
         cfg.image = data.get("image")
         cfg.build = data.get("build")
         cfg.weights = data.get("weights")
+        cfg.openai = data.get("openai")
         conc = data.get("concurrency")
         if isinstance(conc, dict) and conc.get("max") is not None:
             try:

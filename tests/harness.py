@@ -181,6 +181,16 @@ class Server:
         self.stop()
 
 
+def wait_until(check: Any, timeout: float = 30.0) -> Any:
+    """`check()`'s first truthy value, asked every 20 ms (AssertionError after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := check():
+            return value
+        time.sleep(0.02)
+    raise AssertionError("the condition never held")
+
+
 def write_model(tmp: pathlib.Path, source: str, cog_yaml: str = 'run: "run.py:Runner"\n',
                 name: str = "run.py") -> pathlib.Path:
     """A throwaway model folder for one test."""

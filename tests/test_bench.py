@@ -89,6 +89,20 @@ def test_cpu_per_prediction_targets_are_limits_on_cogserve_alone() -> None:
     assert _verdict(results, "worker CPU per prediction ≤ 30") == "**not met**"
 
 
+def test_openai_streaming_targets_compare_v1_with_cogs_sse_on_one_server() -> None:
+    def results(v1: float, sse: float, first_v1: float, first_sse: float) -> report.Results:
+        return {"openai_sse": {"cogserve": _outcome(**{
+            "tokens/s, /v1/chat/completions": [v1], "tokens/s, Cog SSE": [sse],
+            "time to first token, /v1/chat/completions": [first_v1],
+            "time to first token, Cog SSE": [first_sse]})}}
+
+    rate, first = "through /v1/chat/completions ≥ 0.9", "first token through /v1"
+    assert _verdict(results(9100, 10000, 11, 10), rate) == "**met**"
+    assert _verdict(results(9100, 10000, 11, 10), first) == "**met**"
+    assert _verdict(results(8900, 10000, 12, 10), rate) == "**not met**"
+    assert _verdict(results(8900, 10000, 12, 10), first) == "**not met**"
+
+
 def test_baseline_guard_pairs_interleaved_rounds_and_allows_their_noise() -> None:
     def results(ours: list[float], base: list[float]) -> report.Results:
         return {"noop_seq": {"cogserve": _outcome(**{"successful req/s": ours}),

@@ -8,7 +8,6 @@ import base64
 import contextlib
 import os
 import pathlib
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -65,15 +64,6 @@ def resolved(node: Any, components: dict[str, Any]) -> Any:
     if "$ref" in node:
         return resolved(components[node["$ref"].rsplit("/", 1)[1]], components)
     return {k: resolved(v, components) for k, v in node.items()}
-
-
-def wait_until(check: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.02)
-    raise AssertionError("the condition never held")
 
 
 @pytest.fixture(scope="module")

@@ -51,9 +51,14 @@ def test_its_files_come_from_the_package(server: Server, name: str, kind: str) -
 def test_settings_the_schema_does_not_carry(server: Server) -> None:
     response = server.client.get("/docs/playground.json")
     assert response.status_code == 200
-    assert response.json() == {"model_name": "gradients", "model_version": None,
-                               "max_body_bytes": 128 * 1024 * 1024,
-                               "mcp": {"path": "/mcp", "installed": True, "install": None}}
+    settings = response.json()
+    # /v1: an image model without a text prompt is served by no OpenAI route, and why
+    openai = settings.pop("openai")
+    assert (openai["path"], openai["shape"]) == ("/v1", "none")
+    assert "no text input named prompt" in openai["why"]
+    assert settings == {"model_name": "gradients", "model_version": None,
+                        "max_body_bytes": 128 * 1024 * 1024,
+                        "mcp": {"path": "/mcp", "installed": True, "install": None}}
 
 
 @pytest.mark.parametrize("path", ["/docs/nothing.js", "/docs/index.html", "/docs/../cli.py",

@@ -14,6 +14,8 @@ import json
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -477,3 +479,20 @@ def test_the_mcp_endpoint_and_a_client_config_are_shown(open_page: Any,
     config = json.loads(page.get_by_test_id("mcp-config").inner_text())
     assert config == {"mcpServers": {"playground_image": {"type": "http", "url": url}}}
     assert page.get_by_role("button", name="Copy config").is_visible()
+
+
+def test_a_language_model_shows_the_openai_base_url_and_a_snippet_that_runs(
+        open_page: Any, image_server: Server) -> None:
+    with Server("openai_chat") as server:
+        page = open_page(server)
+        url = f"{server.url}/v1"
+        assert page.get_by_test_id("openai-url").inner_text() == url
+        page.locator("#openai summary").click()
+        snippet = page.get_by_test_id("openai-snippet").inner_text()
+        assert f'base_url="{url}"' in snippet and 'model="openai_chat"' in snippet
+        # pasted as it is, it streams the model's answer
+        ran = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
+                             timeout=60, check=True)
+        assert ran.stdout == "sys= temp=0.7 Hello "
+    # an image model without a text prompt is not served at /v1: no section
+    assert open_page(image_server).locator("#openai").count() == 0

@@ -10,6 +10,7 @@ when the app is built; `--no-playground` leaves the routes out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -57,11 +58,15 @@ class Playground:
     """The page, its static files and `/docs/playground.json` (what the schema lacks)."""
 
     def __init__(self, service: Service, max_body: int,
-                 mcp: dict[str, Any] | None = None) -> None:
-        """`mcp`: /mcp as the page shows it (`cogserve.mcp.page_settings`), None without."""
+                 mcp: dict[str, Any] | None = None,
+                 openai: Callable[[], dict[str, Any]] | None = None) -> None:
+        """`mcp`: /mcp as the page shows it (`cogserve.mcp.page_settings`), None without;
+        `openai`: /v1's facts, asked for each time (the model's shape follows its schema),
+        None without."""
         self.service = service
         self.max_body = max_body
         self.mcp = mcp
+        self.openai = openai
         self.assets = load_assets()
 
     async def page(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -90,6 +95,7 @@ class Playground:
             "model_version": self.service.settings.model_version,
             "max_body_bytes": self.max_body,
             "mcp": self.mcp,
+            "openai": self.openai() if self.openai is not None else None,
         }
 
 

@@ -5,6 +5,7 @@
 import { api } from "./api.js";
 import { h, sleep } from "./dom.js";
 import { mcpSection } from "./mcp.js";
+import { openaiSection } from "./openai.js";
 import { RunPanel } from "./runs.js";
 import { V2Panel } from "./v2.js";
 
@@ -121,6 +122,8 @@ async function main() {
   showTabs(tabs);
   const mcp = mcpSection(config);
   if (mcp) document.getElementById("panels").append(mcp); // below the tabs' panels
+  const openai = openaiSection(config);
+  if (openai) document.getElementById("panels").append(openai);
   document.body.dataset.ready = "true"; // the form is built (tests wait for this)
 }
 

@@ -36,7 +36,7 @@ export function mcpSection(config) {
   return section;
 }
 
-async function copyText(pre, button, label) {
+export async function copyText(pre, button, label) {
   try {
     await navigator.clipboard.writeText(pre.textContent);
   } catch {
