@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from cogserve import buckets
+
 
 class ErrorKind(StrEnum):
     """What is wrong with a field, so front ends and the CLI need not read the message."""
@@ -321,7 +323,8 @@ _BASE64_ALPHABET = (string.ascii_letters + string.digits + "+/").encode()
 
 def _uri_check(name: str) -> Check:
     def check(value: str, errors: Errors) -> None:
-        if not value.startswith(_URL_SCHEMES):
+        if not value.startswith(_URL_SCHEMES) and not (
+                value.startswith(buckets.SCHEMES) and buckets.installed()):
             errors.append(FieldError(
                 name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
                        "data: URLs", rule=Rule.FORMAT, value=value))

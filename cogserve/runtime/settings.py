@@ -74,6 +74,7 @@ class Settings:
     store_lease: float = 10.0  # seconds a dead replica's work waits before another takes it
     playground: bool = True  # the browser page at /docs (--no-playground)
     mcp: bool = True  # the model as an MCP tool at /mcp (--no-mcp)
+    sagemaker: bool = False  # SageMaker's /ping and /invocations (--sagemaker)
     # metrics on/off and their port (`cogserve serve` fills it; None: the defaults)
     observability: ObservabilityOptions | None = None
     extra_env: dict[str, str] = field(default_factory=dict)

@@ -1,4 +1,5 @@
-"""Fetch file inputs (http, https, data: URLs) into a prediction's temporary folder.
+"""Fetch file inputs (http, https, data: URLs) into a prediction's temporary folder
+(s3:// and gs:// ones, with the s3 extra: `objects`).
 
 Runs in the worker, so the model receives local paths. Uses the standard library only:
 the worker should start fast and not import an HTTP client it rarely needs.
@@ -24,7 +25,7 @@ import urllib.request
 from email.message import Message
 from typing import Any
 
-from cogserve import envvars, netpolicy
+from cogserve import buckets, envvars, netpolicy
 from cogserve.exceptions import FetchError
 from cogserve.worker.transfers import StopReason, Transfers, current
 
@@ -81,7 +82,8 @@ class Fetcher:
         if url.startswith("data:"):
             return _fetch_data_url(url, dest, label, index)
         scheme = urllib.parse.urlsplit(url).scheme.lower()
-        if scheme not in ("http", "https"):
+        bucket = scheme in ("s3", "gs") and buckets.installed()  # the s3 extra's schemes
+        if scheme not in ("http", "https") and not bucket:
             raise FetchError(
                 f"input {label}: {_short(url)} is not an http, https or data URL; "
                 "file inputs must be URLs"
@@ -90,7 +92,15 @@ class Fetcher:
         with spans.child_span("download", **{"url.full": _short(url)}) if spans is not None \
                 else contextlib.nullcontext():
             try:
-                target = self._download(url, dest, label, index, transfers or Transfers())
+                if bucket:
+                    from cogserve.worker import objects
+
+                    target = objects.download(
+                        url, _unique(dest, _name_from_response(None, url, index)), label,
+                        transfers or Transfers(), self.max_bytes, _stopped)
+                else:
+                    target = self._download(url, dest, label, index,
+                                            transfers or Transfers())
             except BaseException:
                 self._count(0, 1)
                 raise

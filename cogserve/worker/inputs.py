@@ -10,6 +10,7 @@ import pathlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from cogserve import buckets
 from cogserve.runner import MISSING
 from cogserve.specs import InputSpec, Signature, TypeKind, TypeSpec
 from cogserve.types import Path, Secret
@@ -128,7 +129,8 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
     if kind in (TypeKind.PATH, TypeKind.FILE):
         if isinstance(value, pathlib.Path):
             return value
-        if kind == TypeKind.PATH and not value.startswith(_URL_SCHEMES):
+        if kind == TypeKind.PATH and not value.startswith(_URL_SCHEMES) and not (
+                value.startswith(buckets.SCHEMES) and buckets.installed()):
             return Path(value)  # a local default: requests were validated as URLs
         jobs.append((spec.name, index, (kind, value)))
         return value
