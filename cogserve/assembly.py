@@ -138,6 +138,8 @@ def build_app(runtime: Runtime, *, max_body: int, on_shutdown: Callable[[], None
 
         routes.update(cloud.routes(service, max_body, sagemaker=service.settings.sagemaker,
                                    vertex=vertex))
+        if guard is not None:  # the platforms' health checks send no token, as /health-check
+            guard.allow(*cloud.health_paths(service.settings.sagemaker, vertex))
     # metrics (/metrics), the access log and, when asked for, OpenTelemetry traces: an
     # observer around the app's request handling
     watch = observability.build(service, runtime.metrics)

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 SAGEMAKER_PORT = 8080  # where SageMaker sends /ping and /invocations
 
 
+def health_paths(sagemaker: bool, vertex: VertexRoutes | None) -> list[str]:
+    """The contracts' health routes, which COGSERVE_AUTH_TOKEN leaves open."""
+    return (["/ping"] if sagemaker else []) + ([vertex.health] if vertex is not None else [])
+
+
 def routes(service: Service, max_body: int, *, sagemaker: bool,
            vertex: VertexRoutes | None) -> dict[str, dict[str, Handler]]:
     """The routes of the contracts asked for (none: an empty table)."""
