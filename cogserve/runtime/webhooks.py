@@ -53,7 +53,7 @@ from cogserve.states import Event, WebhookEvent
 if TYPE_CHECKING:
     import concurrent.futures
 
-    import httpx
+    import httpx2
 
     from cogserve.runtime.durable import Durable, Outbox
     from cogserve.runtime.records import Hook
@@ -119,7 +119,7 @@ class Webhooks:
         self.bus = bus or EventBus()  # delivery outcomes, for metrics
         self.durable = durable  # the store of the outbox; None: deliveries in memory only
         self.active: set[asyncio.Task[None]] = set()
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
 
     def listener(self, url: str, events: frozenset[WebhookEvent] | None) -> WebhookSender:
         """The sender for a request that names a webhook (`CogRoutes.webhook_listener`)."""
@@ -141,20 +141,20 @@ class Webhooks:
                             for hook in hooks)
         sender.start()
 
-    def client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx2.AsyncClient:
         """One pooled client for every webhook; connections are unbounded because each
         sender has at most one request in flight, so their number is bounded by the
         number of predictions with a webhook, and one hanging receiver must not take
         the pool from the others."""
         if self._client is None:
-            import httpx  # imported on first use: it costs 25 ms of every server's start
+            import httpx2  # imported on first use: it costs 25 ms of every server's start
 
             from cogserve.runtime import transport
 
-            self._client = httpx.AsyncClient(
+            self._client = httpx2.AsyncClient(
                 # names resolve in cogserve's bounded resolver: a dead DNS name cannot starve
                 # other webhooks or hold the exit; addresses are checked by the URL policy
-                transport=transport.transport(self.resolver, limits=httpx.Limits(
+                transport=transport.transport(self.resolver, limits=httpx2.Limits(
                     max_connections=None, max_keepalive_connections=32)),
                 headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
                 follow_redirects=False,
@@ -287,7 +287,7 @@ class WebhookSender:
             await self._attempts(queued, headers)
 
     async def _attempts(self, queued: Queued, headers: dict[str, str]) -> None:
-        import httpx
+        import httpx2
 
         config = self.config
         kind, body = queued.kind, queued.body
@@ -310,7 +310,7 @@ class WebhookSender:
                     return
                 reason = f"HTTP {response.status_code}"
                 retry_after = _retry_after(response)
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 if _blocked(exc):  # the URL policy refuses it: retrying cannot help
                     log.warning("webhook %s not sent: %s", self.url, exc)
                     return
@@ -348,11 +348,11 @@ def _blocked(exc: BaseException | None) -> bool:
     while exc is not None:
         if isinstance(exc, BlockedAddress):
             return True
-        exc = exc.__cause__ or exc.__context__  # httpcore re-raises: only the context stays
+        exc = exc.__cause__ or exc.__context__  # httpcore2 re-raises: only the context stays
     return False
 
 
-def _retry_after(response: httpx.Response) -> float:
+def _retry_after(response: httpx2.Response) -> float:
     try:
         return float(response.headers.get("retry-after", "0"))
     except ValueError:
