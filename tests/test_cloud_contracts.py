@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 from harness import MODELS, Server, free_port, write_model
+from test_durable import until
 
 GATED_SETUP = '''
 import os, time
@@ -35,14 +35,8 @@ SAGEMAKER_HEADERS = {"Content-Type": "application/json", "Accept": "application/
                      "X-Amzn-SageMaker-Custom-Attributes": "trace=1"}
 
 
-def _until(check, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition never held")
+def _until(check):
+    return until(check, "the condition")
 
 
 def test_sagemaker_ping_is_503_until_setup_ends_then_invocations_predict(serve, tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -15,14 +15,28 @@ from cogserve.cli_inputs import InputError
 from cogserve.http import refusals
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.request_document import has_json_type
-from cogserve.http.responses import HTTPError, header, read_body
+from cogserve.http.responses import HTTPError, header, read_body, send_json
 from cogserve.runtime.errors import Refusal
+
+if TYPE_CHECKING:
+    from cogserve.cloud.runtime import CloudRuntime
 
 JSON = "application/json"
 
 
 def refuse(status: int, message: str) -> HTTPError:
     return HTTPError(status, {"error": message})
+
+
+def health(runtime: CloudRuntime) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """A platform's health check: 200 once the model can take predictions, else 503."""
+
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        healthy = await runtime.healthy()
+        await send_json(send, 200 if healthy else 503,
+                        {"status": "healthy" if healthy else "not ready"})
+
+    return answer
 
 
 def errors_answered(handler: Callable[[Scope, Receive, Send], Awaitable[None]]

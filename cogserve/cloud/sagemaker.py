@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cogserve.cloud.answers import errors_answered, read_json, refuse
+from cogserve.cloud.answers import errors_answered, health, read_json, refuse
 from cogserve.cloud.runtime import CloudRuntime, outcome
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.responses import send_json
@@ -20,11 +20,6 @@ if TYPE_CHECKING:
 
 
 def routes(runtime: CloudRuntime, max_body: int) -> dict[str, dict[str, Handler]]:
-    async def ping(scope: Scope, receive: Receive, send: Send) -> None:
-        healthy = await runtime.healthy()
-        await send_json(send, 200 if healthy else 503,
-                        {"status": "healthy" if healthy else "not ready"})
-
     @errors_answered
     async def invocations(scope: Scope, receive: Receive, send: Send) -> None:
         runtime.check_accepting()  # not ready: 503 before the body is read
@@ -40,4 +35,4 @@ def routes(runtime: CloudRuntime, max_body: int) -> dict[str, dict[str, Handler]
             raise refuse(500, f"the prediction failed: {value}")
         await send_json(send, 200, value)
 
-    return {"/ping": {"GET": ping}, "/invocations": {"POST": invocations}}
+    return {"/ping": {"GET": health(runtime)}, "/invocations": {"POST": invocations}}

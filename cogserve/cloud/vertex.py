@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cogserve.cli_inputs import InputError
-from cogserve.cloud.answers import errors_answered, read_json, refuse
+from cogserve.cloud.answers import errors_answered, health, read_json, refuse
 from cogserve.cloud.runtime import CloudRuntime, outcome
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.responses import send_json
@@ -29,11 +29,6 @@ if TYPE_CHECKING:
 
 def routes(runtime: CloudRuntime, max_body: int, paths: VertexRoutes
            ) -> dict[str, dict[str, Handler]]:
-    async def health(scope: Scope, receive: Receive, send: Send) -> None:
-        healthy = await runtime.healthy()
-        await send_json(send, 200 if healthy else 503,
-                        {"status": "healthy" if healthy else "not ready"})
-
     @errors_answered
     async def predict(scope: Scope, receive: Receive, send: Send) -> None:
         runtime.check_accepting()  # not ready: 503 before the body is read
@@ -54,7 +49,7 @@ def routes(runtime: CloudRuntime, max_body: int, paths: VertexRoutes
             predictions.append(value)
         await send_json(send, 200, {"predictions": predictions})
 
-    return {paths.health: {"GET": health}, paths.predict: {"POST": predict}}
+    return {paths.health: {"GET": health(runtime)}, paths.predict: {"POST": predict}}
 
 
 def instance_inputs(document: Any) -> list[dict[str, Any]]:
