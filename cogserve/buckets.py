@@ -19,7 +19,8 @@ server) is allowed because the operator named it. `gs://` is the same client on 
 interoperable endpoint (https://storage.googleapis.com) with an HMAC key in the same
 variables.
 
-Standard library only at import: the worker imports this with its file inputs.
+Standard library only at import, and imported only for a URL that is not http(s) or
+data: (validation, the worker's inputs), so the common path never loads it.
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ def installed() -> bool:
 
 
 _INSTALLED: bool | None = None
+
+
+def accepts(url: str) -> bool:
+    """Whether `url` names an object this process can read: a bucket URL, with the
+    extra installed."""
+    return url.startswith(SCHEMES) and installed()
 
 
 def settings() -> dict[str, str]:

@@ -17,8 +17,6 @@ from typing import Any
 
 import orjson
 
-from cogserve import buckets
-
 
 class ErrorKind(StrEnum):
     """What is wrong with a field, so front ends and the CLI need not read the message."""
@@ -323,8 +321,7 @@ _BASE64_ALPHABET = (string.ascii_letters + string.digits + "+/").encode()
 
 def _uri_check(name: str) -> Check:
     def check(value: str, errors: Errors) -> None:
-        if not value.startswith(_URL_SCHEMES) and not (
-                value.startswith(buckets.SCHEMES) and buckets.installed()):
+        if not value.startswith(_URL_SCHEMES) and not _bucket_url(value):
             errors.append(FieldError(
                 name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
                        "data: URLs", rule=Rule.FORMAT, value=value))
@@ -335,6 +332,14 @@ def _uri_check(name: str) -> Check:
                                          rule=Rule.FORMAT, value=value))
 
     return check
+
+
+def _bucket_url(value: str) -> bool:
+    """An s3:// or gs:// URL, with the s3 extra installed (`buckets`, imported here, off
+    the path of http and data: URLs)."""
+    from cogserve import buckets
+
+    return buckets.accepts(value)
 
 
 def _data_url_problem(value: str) -> str | None:

@@ -17,7 +17,7 @@ import pathlib
 import re
 from typing import TYPE_CHECKING, Any
 
-from cogserve import buckets, envvars, spans
+from cogserve import spans
 from cogserve.protocol import FILE_KEY
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.handover import discard_spilled_output, mime_type
@@ -69,6 +69,8 @@ class FileOutputs:
 
     async def _upload(self, path: str, prefix: str, prediction: Any,
                       index: int | None) -> str:
+        from cogserve import buckets  # on an upload only
+
         uploader = self._bucket() if prefix.startswith(buckets.SCHEMES) else self._http()
         name = upload_name(path, index)
         try:
@@ -94,9 +96,10 @@ class FileOutputs:
     def _bucket(self) -> BucketUploader:
         """--upload-url s3://... (or gs://): the object store's uploader."""
         if self._bucket_uploader is None:
+            from cogserve.envvars import upload_presign
             from cogserve.runtime.bucket_uploads import BucketUploader
 
-            self._bucket_uploader = BucketUploader(envvars.upload_presign())
+            self._bucket_uploader = BucketUploader(upload_presign())
         return self._bucket_uploader
 
 

@@ -47,7 +47,6 @@ from cogserve.envvars import env_duration, env_int, webhook_secret
 from cogserve.netpolicy import BlockedAddress
 from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
-from cogserve.runtime.signing import Signer
 from cogserve.states import Event, WebhookEvent
 
 if TYPE_CHECKING:
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from cogserve.runtime.durable import Durable, Outbox
     from cogserve.runtime.records import Hook
     from cogserve.runtime.resolver import Resolver
+    from cogserve.runtime.signing import Signer
 
 log = logging.getLogger("cogserve")
 
@@ -103,7 +103,7 @@ class WebhookConfig:
             interval=env_duration("COG_THROTTLE_RESPONSE_INTERVAL", 0.5, minimum=0),
             max_attempts=env_int("COGSERVE_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1) or 6,
             timeout=max(0.1, env_duration("COGSERVE_WEBHOOK_TIMEOUT", 10.0, minimum=0)),
-            signer=Signer(key) if (key := webhook_secret()) is not None else None,
+            signer=_signer(webhook_secret()),
         )
 
 
@@ -331,6 +331,15 @@ class WebhookSender:
 
     def _outcome(self, outcome: WebhookOutcome) -> None:
         self.webhooks.bus.emit(RuntimeEvent.WEBHOOK_ATTEMPT, outcome=outcome)
+
+
+def _signer(key: bytes | None) -> Signer | None:
+    """The signer of a configured secret; none (and no HMAC imported) without one."""
+    if key is None:
+        return None
+    from cogserve.runtime.signing import Signer
+
+    return Signer(key)
 
 
 async def _written(future: concurrent.futures.Future[None]) -> None:

@@ -25,7 +25,7 @@ import urllib.request
 from email.message import Message
 from typing import Any
 
-from cogserve import buckets, envvars, netpolicy
+from cogserve import envvars, netpolicy
 from cogserve.exceptions import FetchError
 from cogserve.worker.transfers import StopReason, Transfers, current
 
@@ -82,7 +82,7 @@ class Fetcher:
         if url.startswith("data:"):
             return _fetch_data_url(url, dest, label, index)
         scheme = urllib.parse.urlsplit(url).scheme.lower()
-        bucket = scheme in ("s3", "gs") and buckets.installed()  # the s3 extra's schemes
+        bucket = scheme not in ("http", "https") and _bucket_url(url)
         if scheme not in ("http", "https") and not bucket:
             raise FetchError(
                 f"input {label}: {_short(url)} is not an http, https or data URL; "
@@ -229,6 +229,12 @@ def _http_only_opener(policy: netpolicy.URLPolicy) -> urllib.request.OpenerDirec
                     urllib.request.HTTPErrorProcessor()):
         opener.add_handler(handler)
     return opener
+
+
+def _bucket_url(url: str) -> bool:
+    from cogserve import buckets  # only for a URL that is not http(s) or data:
+
+    return buckets.accepts(url)
 
 
 def _fetch_data_url(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathlib.Path:
