@@ -132,6 +132,18 @@ def build_app(runtime: Runtime, *, max_body: int, on_shutdown: Callable[[], None
         if guard is not None:  # COGSERVE_AUTH_TOKEN: the page asks for it, then sends it
             guard.allow(*playground.PAGES,
                         *(playground.ASSET_PREFIX + name for name in page.assets))
+    # the clouds' contracts, when asked for: SageMaker's (--sagemaker), Vertex AI's (its
+    # AIP_* variables)
+    from cogserve.envvars import vertex_routes
+
+    vertex = vertex_routes()
+    if service.settings.sagemaker or vertex is not None:
+        from cogserve import cloud
+
+        routes.update(cloud.routes(service, max_body, sagemaker=service.settings.sagemaker,
+                                   vertex=vertex))
+        if guard is not None:  # the platforms' health checks send no token, as /health-check
+            guard.allow(*cloud.health_paths(service.settings.sagemaker, vertex))
     # metrics (/metrics), the access log and, when asked for, OpenTelemetry traces: an
     # observer around the app's request handling
     watch = observability.build(service, runtime.metrics)

@@ -52,8 +52,15 @@ def main(argv: list[str] | None = None) -> None:
     serve = sub.add_parser("serve", help="serve the model over HTTP",
                            formatter_class=_DefaultsShown)
     serve.add_argument("directory", nargs="?", default=".", help="the model folder")
-    serve.add_argument("-p", "--port", type=int, default=port,
-                       help="port to listen on ($PORT if set)")
+    serve.add_argument("contract", nargs="?", choices=["serve"], default=None,
+                       help="`serve` (what SageMaker's `docker run IMAGE serve` appends to an "
+                            "image's entrypoint): the same as --sagemaker")
+    serve.add_argument("-p", "--port", type=int, default=None,
+                       help=f"port to listen on (default: $PORT, else {port}; with --sagemaker "
+                            "8080; on Vertex AI, AIP_HTTP_PORT)")
+    serve.add_argument("--sagemaker", action="store_true",
+                       help="also answer SageMaker's GET /ping and POST /invocations (port "
+                            "8080 unless -p says otherwise)")
     serve.add_argument("--host", default="0.0.0.0",
                        help="address to listen on (127.0.0.1: this machine only)")
     serve.add_argument("--upload-url", default=None,
@@ -121,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.command in deploy:
             deploy[args.command](args)
         elif args.command == "serve":
+            args.port = _serve_port(args, port)
             _serve(args)
         elif args.command in ("predict", "run", "train"):
             sys.exit(_predict(args, Mode.TRAIN if args.command == "train" else Mode.PREDICT))
@@ -284,6 +292,43 @@ def _mount_weights(config: ModelConfig) -> None:
         weights.prepare(config)
 
 
+def _serve_port(args: argparse.Namespace, default: int) -> int:
+    """-p, else Vertex AI's AIP_HTTP_PORT (with its routes), else SageMaker's 8080 (with
+    --sagemaker), else $PORT or 5000 (`default`)."""
+    from cogserve.envvars import vertex_routes
+
+    args.sagemaker = args.sagemaker or args.contract == "serve"
+    if args.port is not None:
+        return int(args.port)
+    vertex = vertex_routes()
+    if vertex is not None:
+        return vertex.port
+    if args.sagemaker:
+        from cogserve.cloud import SAGEMAKER_PORT
+
+        return SAGEMAKER_PORT
+    return default
+
+
+def _check_variables(url: str | None) -> None:
+    """What is read later, checked before anything starts (a bad value stops the server
+    here, not at the first webhook or upload): COGSERVE_WEBHOOK_SECRET; for a bucket in
+    --upload-url, the s3 extra and COGSERVE_UPLOAD_PRESIGN."""
+    from cogserve import buckets
+    from cogserve.envvars import upload_presign, webhook_secret
+
+    webhook_secret()
+    if url is None or not url.startswith(buckets.SCHEMES):
+        return
+    if not buckets.installed():
+        raise DefinitionError(f"--upload-url {url} needs the s3 extra: {buckets.INSTALL_HINT}")
+    try:
+        buckets.ObjectURL.parse(url)
+    except ValueError as exc:
+        raise DefinitionError(f"--upload-url: {exc}") from None
+    upload_presign()
+
+
 def _serve(args: argparse.Namespace) -> None:
     from cogserve import assembly
     from cogserve.runtime import settings as runtime_settings
@@ -291,6 +336,7 @@ def _serve(args: argparse.Namespace) -> None:
 
     config = load_config(args.directory, args.predictor)
     config.ref(Mode.PREDICT if config.predict_ref or not config.train_ref else Mode.TRAIN)
+    _check_variables(args.upload_url)
     settings = runtime_settings.for_model(config, upload_url=args.upload_url,
                                           no_env=args.no_env)
     settings.model_name = args.model_name
@@ -299,6 +345,7 @@ def _serve(args: argparse.Namespace) -> None:
     settings.playground = args.playground
     settings.mcp = args.mcp
     settings.openai = args.openai
+    settings.sagemaker = args.sagemaker
     _apply_capacity(args, settings)
     settings.store = runtime_settings.choose_store(
         args.store if args.store is not None else env_text("COGSERVE_STORE"),

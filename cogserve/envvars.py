@@ -12,6 +12,7 @@ Standard library only: the worker imports this before the model.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import pathlib
@@ -167,6 +168,61 @@ def check_worker_variables() -> None:
     download_timeout()
     download_max_bytes()
     download_deadline()
+
+
+@dataclasses.dataclass(frozen=True)
+class VertexRoutes:
+    """Where Vertex AI calls a custom container (`cogserve/cloud/vertex.py`)."""
+
+    port: int
+    health: str
+    predict: str
+
+
+def vertex_routes() -> VertexRoutes | None:
+    """AIP_HTTP_PORT, AIP_HEALTH_ROUTE and AIP_PREDICT_ROUTE, which Vertex AI sets in a
+    custom container; None unless all three are set (a route must be a path)."""
+    names = ("AIP_HTTP_PORT", "AIP_HEALTH_ROUTE", "AIP_PREDICT_ROUTE")
+    if not all(env_text(name) for name in names):
+        return None
+    port = env_port("AIP_HTTP_PORT", 8080)
+    health, predict = env_text("AIP_HEALTH_ROUTE"), env_text("AIP_PREDICT_ROUTE")
+    for name, path in (("AIP_HEALTH_ROUTE", health), ("AIP_PREDICT_ROUTE", predict)):
+        if not path.startswith("/"):
+            raise DefinitionError(f"environment variable {name}={path!r} is not a path "
+                                  "(it starts with /)")
+    return VertexRoutes(port, health, predict)
+
+
+def upload_presign() -> float:
+    """Seconds a presigned URL of a file output uploaded to a bucket is valid
+    (COGSERVE_UPLOAD_PRESIGN; unset or 0: the client gets the object's s3:// URL)."""
+    return env_duration("COGSERVE_UPLOAD_PRESIGN", 0.0, minimum=0)
+
+
+def webhook_secret() -> bytes | None:
+    """The key that signs webhook deliveries (`runtime/signing.py`): COGSERVE_WEBHOOK_SECRET
+    in the Standard Webhooks format, `whsec_` + base64 of at least 16 bytes; unset: none
+    (deliveries are not signed)."""
+    import base64
+    import binascii
+
+    name = "COGSERVE_WEBHOOK_SECRET"
+    raw = env_text(name)
+    if not raw:
+        return None
+    if not raw.startswith("whsec_"):
+        raise DefinitionError(f"environment variable {name} does not start with 'whsec_' "
+                              "(say whsec_ followed by the key in base64)")
+    try:
+        key = base64.b64decode(raw.removeprefix("whsec_"), validate=True)
+    except (binascii.Error, ValueError):
+        raise DefinitionError(f"environment variable {name} is not whsec_ followed by "
+                              "base64") from None
+    if len(key) < 16:
+        raise DefinitionError(f"environment variable {name} holds a {len(key)}-byte key; "
+                              "a webhook key must have at least 16 bytes")
+    return key
 
 
 _GLIBC_MALLOC = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")

@@ -321,7 +321,7 @@ _BASE64_ALPHABET = (string.ascii_letters + string.digits + "+/").encode()
 
 def _uri_check(name: str) -> Check:
     def check(value: str, errors: Errors) -> None:
-        if not value.startswith(_URL_SCHEMES):
+        if not value.startswith(_URL_SCHEMES) and not _bucket_url(value):
             errors.append(FieldError(
                 name, f"{show(value)} is not a URL: file inputs must be http://, https:// or "
                        "data: URLs", rule=Rule.FORMAT, value=value))
@@ -332,6 +332,14 @@ def _uri_check(name: str) -> Check:
                                          rule=Rule.FORMAT, value=value))
 
     return check
+
+
+def _bucket_url(value: str) -> bool:
+    """An s3:// or gs:// URL, with the s3 extra installed (`buckets`, imported here, off
+    the path of http and data: URLs)."""
+    from cogserve import buckets
+
+    return buckets.accepts(value)
 
 
 def _data_url_problem(value: str) -> str | None:

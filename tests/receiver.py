@@ -21,6 +21,7 @@ class Hit:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    raw: bytes  # the body as sent (what a signature covers)
     answered: int | None  # the status we answered with; None if we failed the attempt
 
 
@@ -41,13 +42,14 @@ class Receiver:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 size = int(self.headers.get("content-length", "0"))
-                body = json.loads(self.rfile.read(size) or b"null")
+                raw = self.rfile.read(size)
+                body = json.loads(raw or b"null")
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with receiver.lock:
                     attempt = len(receiver.hits)
                     failing = attempt < receiver.fail_first
                     status = (None if receiver.drop else receiver.fail_status) if failing else 200
-                    receiver.hits.append(Hit(self.path, headers, body, status))
+                    receiver.hits.append(Hit(self.path, headers, body, raw, status))
                 if receiver.hang:
                     receiver.release.wait()
                     self.close_connection = True

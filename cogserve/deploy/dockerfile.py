@@ -4,6 +4,10 @@ The image is what `cogserve serve` needs and nothing more: a slim Python base, c
 the model's environment built at build time by `cogserve env` (so a pod never installs at
 start), the model folder, a non-root user, and `cogserve serve` as PID 1 (exec form) so
 SIGTERM reaches it directly and drains in-flight predictions within the pod's grace period.
+The same image runs on Amazon SageMaker, which starts it as `docker run IMAGE serve`:
+the argument lands after the entrypoint (`cogserve serve /src serve`), which serves
+SageMaker's /ping and /invocations on 8080 (`cogserve.cloud`); on Vertex AI its AIP_*
+variables do the same for Vertex's routes.
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ def render(config: ModelConfig, options: Options) -> str:
         "STOPSIGNAL SIGTERM",
         f"HEALTHCHECK --interval=10s --timeout=6s --start-period={HEALTHCHECK_START_PERIOD} "
         f"--retries=3 CMD {_json(['python', '-c', healthcheck])}",
+        "# `docker run IMAGE serve` (how SageMaker starts it) serves SageMaker's contract",
         f"ENTRYPOINT {_json(['cogserve', 'serve', APP_DIR])}",
     ]) + "\n"
 

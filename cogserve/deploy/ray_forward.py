@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-import httpx
+import httpx2
 
 from cogserve.deploy.ray_routing import Homes
 from cogserve.http.asgi import Receive, Scope, Send
@@ -77,7 +77,7 @@ class Forwarder:
     def __init__(self, peers: Peers) -> None:
         self.peers = peers
         self.homes = Homes()
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
 
     async def home(self, ident: str, *, creating: bool = False,
                    fresh: bool = False) -> str | None:
@@ -113,7 +113,7 @@ class Forwarder:
         for attempt in range(2):
             try:
                 response = await self._send(address, scope, body)
-            except httpx.ConnectError as exc:
+            except httpx2.ConnectError as exc:
                 if attempt or body.started:
                     await _unreachable(send, ident, exc)
                     return True
@@ -122,7 +122,7 @@ class Forwarder:
                     return False
                 address = found
                 continue
-            except httpx.TransportError as exc:  # it went away before it answered
+            except httpx2.TransportError as exc:  # it went away before it answered
                 await _unreachable(send, ident, exc)
                 return True
             try:
@@ -137,15 +137,15 @@ class Forwarder:
             return True
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send(self, address: str, scope: Scope, body: _Body) -> httpx.Response:
+    async def _send(self, address: str, scope: Scope, body: _Body) -> httpx2.Response:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=CONNECT_SECONDS), trust_env=False)
+            self._client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(None, connect=CONNECT_SECONDS), trust_env=False)
         host, port = address.rsplit(":", 1)
         raw_path = scope.get("raw_path") or scope["path"].encode()
         if scope.get("query_string"):
             raw_path += b"?" + scope["query_string"]
-        url = httpx.URL(scheme="http", host=host, port=int(port), raw_path=raw_path)
+        url = httpx2.URL(scheme="http", host=host, port=int(port), raw_path=raw_path)
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in NOT_FORWARDED]
         headers.append((FORWARDED, b"1"))
         request = self._client.build_request(scope["method"], url, headers=headers,
@@ -157,7 +157,7 @@ class Forwarder:
             await self._client.aclose()
 
 
-async def _unreachable(send: Send, ident: str, exc: httpx.TransportError) -> None:
+async def _unreachable(send: Send, ident: str, exc: httpx2.TransportError) -> None:
     await send_json(send, 503, {"error": f"the replica that holds {ident!r} cannot be reached "
                                          f"({type(exc).__name__}: {exc}); try again",
                                 "status": Status.FAILED}, [(b"retry-after", b"1")])

@@ -2,7 +2,8 @@
 
 The worker reports a file by path (`{"__cogserve_file__": path}`); here it becomes a
 base64 `data:` URL, or is uploaded with `PUT` multipart/form-data to the prediction's
-`output_file_prefix` or the server's `--upload-url`, and replaced by the URL.
+`output_file_prefix` or the server's `--upload-url`, and replaced by the URL (an
+`--upload-url s3://...` is written to the bucket instead: `bucket_uploads`).
 Large files are the point of care: an upload streams from disk, and a data URL is
 encoded chunk by chunk into one buffer, so a 50 MiB file never exists in the parent
 as raw bytes, base64 bytes and a string at once.
@@ -22,6 +23,7 @@ from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.handover import discard_spilled_output, mime_type
 
 if TYPE_CHECKING:
+    from cogserve.runtime.bucket_uploads import BucketUploader
     from cogserve.runtime.resolver import Resolver
     from cogserve.runtime.uploads import Uploader
 
@@ -40,6 +42,7 @@ class FileOutputs:
         self.bus = bus
         self.resolver = resolver
         self._uploader: Uploader | None = None
+        self._bucket_uploader: BucketUploader | None = None
 
     async def resolve(self, value: Any, prediction: Any, index: int | None = None) -> Any:
         """Replace every file marker in `value` (recursively).
@@ -66,10 +69,9 @@ class FileOutputs:
 
     async def _upload(self, path: str, prefix: str, prediction: Any,
                       index: int | None) -> str:
-        if self._uploader is None:
-            from cogserve.runtime.uploads import Uploader
+        from cogserve import buckets  # on an upload only
 
-            self._uploader = Uploader(self.resolver)
+        uploader = self._bucket() if prefix.startswith(buckets.SCHEMES) else self._http()
         name = upload_name(path, index)
         try:
             # the request carries the prediction's trace context (its span's child
@@ -77,12 +79,28 @@ class FileOutputs:
             context = getattr(prediction, "context", None) or {}
             with spans.client_span("upload", context, **{"cog.upload.name": name}) \
                     as headers:
-                url = await self._uploader.upload(path, prefix, name, headers)
+                url = await uploader.upload(path, prefix, name, headers)
         except BaseException:
             self.bus.emit(RuntimeEvent.UPLOAD, bytes=0, ok=False)
             raise
         self.bus.emit(RuntimeEvent.UPLOAD, bytes=os.path.getsize(path), ok=True)
         return url
+
+    def _http(self) -> Uploader:
+        if self._uploader is None:
+            from cogserve.runtime.uploads import Uploader
+
+            self._uploader = Uploader(self.resolver)
+        return self._uploader
+
+    def _bucket(self) -> BucketUploader:
+        """--upload-url s3://... (or gs://): the object store's uploader."""
+        if self._bucket_uploader is None:
+            from cogserve.envvars import upload_presign
+            from cogserve.runtime.bucket_uploads import BucketUploader
+
+            self._bucket_uploader = BucketUploader(upload_presign())
+        return self._bucket_uploader
 
 
 def upload_name(path: str, index: int | None) -> str:

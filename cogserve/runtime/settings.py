@@ -138,6 +138,7 @@ class Settings:
     playground: bool = True  # the browser page at /docs (--no-playground)
     mcp: bool = True  # the model as an MCP tool at /mcp (--no-mcp)
     openai: bool = True  # the OpenAI API at /v1 for language and image models (--no-openai)
+    sagemaker: bool = False  # SageMaker's /ping and /invocations (--sagemaker)
     # metrics on/off and their port (`cogserve serve` fills it; None: the defaults)
     observability: ObservabilityOptions | None = None
     extra_env: dict[str, str] = field(default_factory=dict)

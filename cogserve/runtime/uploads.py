@@ -1,7 +1,7 @@
 """Upload a file output with PUT multipart/form-data and return the URL it is served at.
 
 The multipart body is streamed from the file in 1 MiB chunks with a known
-Content-Length, so a large output is never read into memory; httpx's own multipart
+Content-Length, so a large output is never read into memory; httpx2's own multipart
 encoder writes 64 KiB pieces, which made a 50 MiB upload twice as slow as the
 reference (bench scenario 5b).
 """
@@ -13,7 +13,7 @@ import secrets
 import urllib.parse
 from collections.abc import AsyncIterator
 
-import httpx
+import httpx2
 
 from cogserve.runtime import transport
 from cogserve.runtime.handover import mime_type
@@ -31,12 +31,12 @@ class Uploader:
 
     def __init__(self, resolver: Resolver) -> None:
         self.resolver = resolver
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> httpx2.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(60.0, connect=10.0),
+            self._client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(60.0, connect=10.0),
                 transport=transport.transport(self.resolver),
                 headers={"User-Agent": _user_agent()})
         return self._client
@@ -58,7 +58,7 @@ class Uploader:
                              "Content-Type": f"multipart/form-data; boundary={boundary}",
                              "Content-Length": str(size)},
                 )
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise UploadError(f"uploading {name} to {url} failed: {type(exc).__name__}: "
                               f"{exc or 'no answer'}") from None
         if response.status_code >= 400:

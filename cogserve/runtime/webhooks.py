@@ -14,6 +14,10 @@ still waiting when the prediction ends is sent then, so throttling never loses t
 final state. An intermediate state that is still queued is replaced by a newer one,
 so a receiver slower than the model gets fewer, fresher updates instead of a backlog.
 
+With COGSERVE_WEBHOOK_SECRET set, every attempt is signed the Standard Webhooks way
+(`runtime/signing.py`); a delivery's `webhook-id` is the prediction's id and the
+delivery's number, the same on each of its retries (and, with an outbox, after a restart).
+
 Failed deliveries (connection errors, timeouts, 5xx, 429) are retried with
 exponential backoff up to a bounded number of attempts; an intermediate state that a
 newer one has superseded is not retried.
@@ -39,7 +43,7 @@ import orjson
 
 import cogserve
 from cogserve import spans
-from cogserve.envvars import env_duration, env_int
+from cogserve.envvars import env_duration, env_int, webhook_secret
 from cogserve.netpolicy import BlockedAddress
 from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
@@ -48,9 +52,10 @@ from cogserve.states import Event, WebhookEvent
 if TYPE_CHECKING:
     import concurrent.futures
 
-    import httpx
+    import httpx2
 
     from cogserve.runtime.resolver import Resolver
+    from cogserve.runtime.signing import Signer
     from cogserve.runtime.store.durable import Durable, Outbox
     from cogserve.runtime.store.interface import Hook
 
@@ -72,11 +77,14 @@ class Delivery(StrEnum):
 @dataclass(slots=True)
 class Queued:
     """A delivery waiting to be sent; `seq` and `written` only with an outbox (its
-    place there, and the future of its write, awaited before it is sent)."""
+    place there, and the future of its write, awaited before it is sent); `number`: its
+    place among the prediction's deliveries (the outbox's `seq` where there is one), which
+    names it in `webhook-id`."""
 
     kind: Delivery
     body: bytes
     seq: int = 0
+    number: int = 0
     written: concurrent.futures.Future[None] | None = None
 
 
@@ -87,6 +95,7 @@ class WebhookConfig:
     timeout: float = 10.0  # per attempt: a hanging receiver costs at most this
     backoff: float = 0.1  # first retry delay; doubles per attempt
     max_backoff: float = 5.0
+    signer: Signer | None = None  # COGSERVE_WEBHOOK_SECRET: sign every attempt
 
     @classmethod
     def from_env(cls) -> WebhookConfig:
@@ -94,6 +103,7 @@ class WebhookConfig:
             interval=env_duration("COG_THROTTLE_RESPONSE_INTERVAL", 0.5, minimum=0),
             max_attempts=env_int("COGSERVE_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1) or 6,
             timeout=max(0.1, env_duration("COGSERVE_WEBHOOK_TIMEOUT", 10.0, minimum=0)),
+            signer=_signer(webhook_secret()),
         )
 
 
@@ -109,7 +119,7 @@ class Webhooks:
         self.bus = bus or EventBus()  # delivery outcomes, for metrics
         self.durable = durable  # the store of the outbox; None: deliveries in memory only
         self.active: set[asyncio.Task[None]] = set()
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
 
     def listener(self, url: str, events: frozenset[WebhookEvent] | None) -> WebhookSender:
         """The sender for a request that names a webhook (`CogRoutes.webhook_listener`)."""
@@ -123,27 +133,28 @@ class Webhooks:
         assert self.durable is not None and hooks
         first = hooks[0]
         sender = WebhookSender(first.url, None, self)
+        sender.prediction_id = first.id
         sender.headers = orjson.loads(first.headers)
         sender.outbox = Outbox(self.durable, first.id, first.url, first.headers,
                                after=max(hook.seq for hook in hooks))
-        sender.queue.extend(Queued(Delivery(hook.delivery), hook.body, hook.seq)
+        sender.queue.extend(Queued(Delivery(hook.delivery), hook.body, hook.seq, hook.seq)
                             for hook in hooks)
         sender.start()
 
-    def client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx2.AsyncClient:
         """One pooled client for every webhook; connections are unbounded because each
         sender has at most one request in flight, so their number is bounded by the
         number of predictions with a webhook, and one hanging receiver must not take
         the pool from the others."""
         if self._client is None:
-            import httpx  # imported on first use: it costs 25 ms of every server's start
+            import httpx2  # imported on first use: it costs 25 ms of every server's start
 
             from cogserve.runtime import transport
 
-            self._client = httpx.AsyncClient(
+            self._client = httpx2.AsyncClient(
                 # names resolve in cogserve's bounded resolver: a dead DNS name cannot starve
                 # other webhooks or hold the exit; addresses are checked by the URL policy
-                transport=transport.transport(self.resolver, limits=httpx.Limits(
+                transport=transport.transport(self.resolver, limits=httpx2.Limits(
                     max_connections=None, max_keepalive_connections=32)),
                 headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
                 follow_redirects=False,
@@ -176,6 +187,8 @@ class WebhookSender:
         self.timer: asyncio.TimerHandle | None = None
         self.last_update = -math.inf
         self.headers: dict[str, str] = {}
+        self.prediction_id = ""
+        self.numbered = 0  # deliveries queued so far (without an outbox, their numbers)
 
     # ------------------------------------------------------------ listener
 
@@ -224,6 +237,7 @@ class WebhookSender:
 
     def _push(self, kind: Delivery, prediction: Prediction) -> None:
         body = prediction.encoded()
+        self.prediction_id = prediction.id
         durable = self.webhooks.durable
         if durable is not None and self.outbox is None:
             from cogserve.runtime.store.durable import Outbox
@@ -234,10 +248,13 @@ class WebhookSender:
             last.body = body  # not sent yet: the newer state replaces it
             if self.outbox is not None:
                 last.seq, last.written = self.outbox.add(kind, body, replaces=last.seq)
+                last.number = last.seq
         else:
-            queued = Queued(kind, body)
+            self.numbered += 1
+            queued = Queued(kind, body, number=self.numbered)
             if self.outbox is not None:
                 queued.seq, queued.written = self.outbox.add(kind, body)
+                queued.number = queued.seq
             self.queue.append(queued)
         self.start()
 
@@ -256,26 +273,30 @@ class WebhookSender:
                 outbox = self.outbox
                 if queued.written is not None:
                     await _written(queued.written)
-                await self._deliver(queued.kind, queued.body)
+                await self._deliver(queued)
                 if outbox is not None:
                     outbox.done(queued.seq)
         finally:
             self.task = None
 
-    async def _deliver(self, kind: Delivery, body: bytes) -> None:
+    async def _deliver(self, queued: Queued) -> None:
         """One event, retried as needed; a span (with tracing on) covers all attempts and
         its context is the `traceparent` sent, as the incoming one is without tracing."""
-        with spans.client_span("webhook", self.headers, **{"cog.webhook.event": kind}) \
-                as headers:
-            await self._attempts(kind, body, headers)
+        with spans.client_span("webhook", self.headers,
+                               **{"cog.webhook.event": queued.kind}) as headers:
+            await self._attempts(queued, headers)
 
-    async def _attempts(self, kind: Delivery, body: bytes, headers: dict[str, str]) -> None:
-        import httpx
+    async def _attempts(self, queued: Queued, headers: dict[str, str]) -> None:
+        import httpx2
 
         config = self.config
+        kind, body = queued.kind, queued.body
+        message_id = f"msg_{self.prediction_id}_{queued.number}"
         reason = ""
         for attempt in range(config.max_attempts):
             retry_after = 0.0
+            if config.signer is not None:  # signed per attempt: its timestamp is now
+                headers = {**headers, **config.signer.headers(message_id, body)}
             try:
                 response = await self.webhooks.client().post(
                     self.url, content=body, headers=headers, timeout=config.timeout)
@@ -289,7 +310,7 @@ class WebhookSender:
                     return
                 reason = f"HTTP {response.status_code}"
                 retry_after = _retry_after(response)
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 if _blocked(exc):  # the URL policy refuses it: retrying cannot help
                     log.warning("webhook %s not sent: %s", self.url, exc)
                     return
@@ -312,6 +333,15 @@ class WebhookSender:
         self.webhooks.bus.emit(RuntimeEvent.WEBHOOK_ATTEMPT, outcome=outcome)
 
 
+def _signer(key: bytes | None) -> Signer | None:
+    """The signer of a configured secret; none (and no HMAC imported) without one."""
+    if key is None:
+        return None
+    from cogserve.runtime.signing import Signer
+
+    return Signer(key)
+
+
 async def _written(future: concurrent.futures.Future[None]) -> None:
     """Wait until the delivery is in the outbox; if the store failed, send it anyway
     (the server is UNHEALTHY meanwhile, and the write is retried)."""
@@ -327,11 +357,11 @@ def _blocked(exc: BaseException | None) -> bool:
     while exc is not None:
         if isinstance(exc, BlockedAddress):
             return True
-        exc = exc.__cause__ or exc.__context__  # httpcore re-raises: only the context stays
+        exc = exc.__cause__ or exc.__context__  # httpcore2 re-raises: only the context stays
     return False
 
 
-def _retry_after(response: httpx.Response) -> float:
+def _retry_after(response: httpx2.Response) -> float:
     try:
         return float(response.headers.get("retry-after", "0"))
     except ValueError:

@@ -1,4 +1,5 @@
-"""Fetch file inputs (http, https, data: URLs) into a prediction's temporary folder.
+"""Fetch file inputs (http, https, data: URLs) into a prediction's temporary folder
+(s3:// and gs:// ones, with the s3 extra: `objects`).
 
 Runs in the worker, so the model receives local paths. Uses the standard library only:
 the worker should start fast and not import an HTTP client it rarely needs.
@@ -81,7 +82,8 @@ class Fetcher:
         if url.startswith("data:"):
             return _fetch_data_url(url, dest, label, index)
         scheme = urllib.parse.urlsplit(url).scheme.lower()
-        if scheme not in ("http", "https"):
+        bucket = scheme not in ("http", "https") and _bucket_url(url)
+        if scheme not in ("http", "https") and not bucket:
             raise FetchError(
                 f"input {label}: {_short(url)} is not an http, https or data URL; "
                 "file inputs must be URLs"
@@ -90,7 +92,15 @@ class Fetcher:
         with spans.child_span("download", **{"url.full": _short(url)}) if spans is not None \
                 else contextlib.nullcontext():
             try:
-                target = self._download(url, dest, label, index, transfers or Transfers())
+                if bucket:
+                    from cogserve.worker import objects
+
+                    target = objects.download(
+                        url, _unique(dest, _name_from_response(None, url, index)), label,
+                        transfers or Transfers(), self.max_bytes, _stopped)
+                else:
+                    target = self._download(url, dest, label, index,
+                                            transfers or Transfers())
             except BaseException:
                 self._count(0, 1)
                 raise
@@ -219,6 +229,12 @@ def _http_only_opener(policy: netpolicy.URLPolicy) -> urllib.request.OpenerDirec
                     urllib.request.HTTPErrorProcessor()):
         opener.add_handler(handler)
     return opener
+
+
+def _bucket_url(url: str) -> bool:
+    from cogserve import buckets  # only for a URL that is not http(s) or data:
+
+    return buckets.accepts(url)
 
 
 def _fetch_data_url(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathlib.Path:

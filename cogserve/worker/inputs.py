@@ -128,7 +128,8 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
     if kind in (TypeKind.PATH, TypeKind.FILE):
         if isinstance(value, pathlib.Path):
             return value
-        if kind == TypeKind.PATH and not value.startswith(_URL_SCHEMES):
+        if kind == TypeKind.PATH and not value.startswith(_URL_SCHEMES) \
+                and not _bucket_url(value):
             return Path(value)  # a local default: requests were validated as URLs
         jobs.append((spec.name, index, (kind, value)))
         return value
@@ -140,3 +141,10 @@ def _convert(spec: InputSpec, t: TypeSpec, value: Any, jobs: list[Any],
 
         return to_array(value, t.tensor, spec.name)
     return value  # a union's value too: a JSON integer for `str | float` stays an int (Cog's)
+
+
+def _bucket_url(value: str) -> bool:
+    """s3:// or gs:// with the s3 extra: fetched (`files`, `objects`) like an http URL."""
+    from cogserve import buckets
+
+    return buckets.accepts(value)
