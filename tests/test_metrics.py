@@ -4,6 +4,7 @@ webhooks with a retry, a V2 inference), asserting counts and labels."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from receiver import Receiver
 MODEL = '''
 import os
 import tempfile
+import re
 import time
 
 from cog import BaseRunner, CancelationException, Path
@@ -284,3 +286,15 @@ def test_queue_length_slots_and_queue_wait_with_a_queue_and_two_workers(
     # the queued one waited for a slot: the queue-wait sum is more than zero
     assert (value(samples, "cogserve_prediction_queue_wait_seconds_sum",
                   kind="prediction") or 0) > 0
+
+
+def test_no_gpu_series_without_nvml_and_each_worker_logs_its_gpu() -> None:
+    """Without the `gpu` extra (or, with it, without a driver) /metrics has no GPU series;
+    `--gpus` puts each worker's CUDA_VISIBLE_DEVICES in its ready line."""
+    with Server("gated", "--workers", "2", "--gpus", "0,1") as server:
+        samples = wait_for_sample(server.url, "cogserve_workers_ready", 2)
+        assert value(samples, "cogserve_workers_ready") == 2
+        assert not [name for name, _ in samples if "gpu" in name]
+        output = server.output()
+    assert re.search(r"worker 0 is ready \(pid \d+, CUDA_VISIBLE_DEVICES=0\)", output)
+    assert re.search(r"worker 1 is ready \(pid \d+, CUDA_VISIBLE_DEVICES=1\)", output)
