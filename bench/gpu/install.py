@@ -1,0 +1,62 @@
+"""Install the bundle offline into the GPU scenario's venvs.
+
+Each system gets a venv of its own under `bench/.cache/gpu-venvs/` made with
+`--system-site-packages`, so the machine's torch, torchvision, numpy and pillow are the
+ones every system runs, and `pip install --no-index --find-links` fills it from the
+bundle's wheels (nothing is fetched). A venv is reused while the bundle it was made from
+is unchanged (its manifest is copied in as a marker).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+from bench import envs
+
+VENVS = envs.CACHE / "gpu-venvs"
+PACKAGES = {
+    "cogserve": ["cogserve[gpu]"],
+    "litserve": ["litserve==0.2.19"],
+    "reference": ["cog==0.23.1", "coglet==0.23.1"],
+}
+SMOKE_EXTRA = ["numpy", "pillow"]  # the GPU machine has its own
+
+
+class InstallError(RuntimeError):
+    pass
+
+
+def install(bundle: pathlib.Path, *, smoke: bool, python: str = sys.executable
+            ) -> dict[str, pathlib.Path]:
+    """The venvs, made (or found made) from `bundle`; name -> venv folder."""
+    manifest = bundle / "manifest.json"
+    if not manifest.exists():
+        raise InstallError(f"no bundle at {bundle}: make it where PyPI can be reached with "
+                           f"`python3 -m bench.gpu.bundle{' --smoke' if smoke else ''}`")
+    wanted = manifest.read_text()
+    root = VENVS / ("smoke" if smoke else "gpu")
+    made: dict[str, pathlib.Path] = {}
+    for name, packages in PACKAGES.items():
+        path = root / name
+        marker = path / ".bench-bundle"
+        made[name] = path
+        if marker.exists() and marker.read_text() == wanted:
+            continue
+        print(f"[gpu] installing {name} offline into {path} ...", file=sys.stderr, flush=True)
+        shutil.rmtree(path, ignore_errors=True)
+        _run([python, "-m", "venv", "--system-site-packages", str(path)])
+        _run([str(path / "bin" / "python"), "-m", "pip", "install", "-q",
+              "--disable-pip-version-check", "--no-index", "--find-links",
+              str(bundle / "wheels"), *packages, *(SMOKE_EXTRA if smoke else [])])
+        marker.write_text(wanted)
+    return made
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise InstallError(f"{' '.join(argv[:8])} ... failed ({done.returncode}):\n"
+                           f"{done.stdout[-1500:]}{done.stderr[-1500:]}")
