@@ -11,9 +11,9 @@ makes its bundle first when there is none (that needs PyPI).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
-import subprocess
 import sys
 
 from bench import envs
@@ -51,12 +51,8 @@ def main() -> None:
         venvs = install.install(source, smoke=args.smoke)
     except install.InstallError as exc:
         raise SystemExit(f"[gpu] {exc}") from None
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=envs.REPO, capture_output=True,
-                            text=True).stdout.strip()
-    if not commit:  # a copy of the tree without its git folder: the bundle says
-        import json
-
-        commit = json.loads((source / "manifest.json").read_text())["cogserve_commit"]
+    # the bundle's cogserve is the one measured (a copy of the tree may lack git or .git)
+    commit = json.loads((source / "manifest.json").read_text())["cogserve_commit"]
     argv = [str(venvs["cogserve"] / "bin" / "python"), "-m", "bench.gpu.measure",
             "--out", str(out), "--venvs", str(venvs["cogserve"].parent),
             "--wrk", str(source / "wrk" / "wrk.sh"), "--commit", commit]

@@ -31,6 +31,9 @@ GROUPS = {
     "cogserve": ["nvidia-ml-py>=12"],  # plus cogserve's own wheel, built from this checkout
     "litserve": ["litserve==0.2.19"],
     "reference": ["cog==0.23.1", "coglet==0.23.1"],
+    # the venvs are made without pip (a Debian Python may lack ensurepip): pip runs from
+    # its wheel
+    "pip": ["pip>=24"],
 }
 SMOKE_EXTRA = ["numpy>=1.24", "pillow>=10"]  # the GPU machine has its own
 # manylinux_2_28: glibc 2.28 and up (pip also takes the older manylinux tags)
@@ -64,6 +67,9 @@ def build(dest: pathlib.Path, python_version: str, smoke: bool) -> dict[str, obj
     _copy_wrk(dest / "wrk")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=envs.REPO, capture_output=True,
                             text=True).stdout.strip()
+    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=envs.REPO,
+                      capture_output=True, text=True).stdout.strip():
+        commit += " with uncommitted changes"
     manifest = {"python": python_version, "smoke": smoke, "cogserve_commit": commit,
                 "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "wheels": sorted(p.name for p in wheels.iterdir()),

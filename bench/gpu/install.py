@@ -37,6 +37,11 @@ def install(bundle: pathlib.Path, *, smoke: bool, python: str = sys.executable
         raise InstallError(f"no bundle at {bundle}: make it where PyPI can be reached with "
                            f"`python3 -m bench.gpu.bundle{' --smoke' if smoke else ''}`")
     wanted = manifest.read_text()
+    # pip run from its wheel (a wheel is a zip Python can import from): the venvs need
+    # no ensurepip, which a Debian or Ubuntu Python without python3-venv lacks
+    pip = next((bundle / "wheels").glob("pip-*.whl"), None)
+    if pip is None:
+        raise InstallError(f"{bundle} has no pip wheel: make it again")
     root = VENVS / ("smoke" if smoke else "gpu")
     made: dict[str, pathlib.Path] = {}
     for name, packages in PACKAGES.items():
@@ -47,8 +52,8 @@ def install(bundle: pathlib.Path, *, smoke: bool, python: str = sys.executable
             continue
         print(f"[gpu] installing {name} offline into {path} ...", file=sys.stderr, flush=True)
         shutil.rmtree(path, ignore_errors=True)
-        _run([python, "-m", "venv", "--system-site-packages", str(path)])
-        _run([str(path / "bin" / "python"), "-m", "pip", "install", "-q",
+        _run([python, "-m", "venv", "--system-site-packages", "--without-pip", str(path)])
+        _run([str(path / "bin" / "python"), str(pip / "pip"), "install", "-q",
               "--disable-pip-version-check", "--no-index", "--find-links",
               str(bundle / "wheels"), *packages, *(SMOKE_EXTRA if smoke else [])])
         marker.write_text(wanted)

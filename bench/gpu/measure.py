@@ -127,12 +127,15 @@ class Run:
         (self.out / "logs").mkdir(parents=True, exist_ok=True)
         self.log_file = (self.out / "run.log").open("a")
         self.env = {"LOG_FORMAT": "console", "COGSERVE_STATE_DIR": str(self.out / "state")}
-        if self.smoke:
+        # the smoke run's stand-in, unless BENCH_GPU_STANDIN=0 asks for the real network
+        # on the CPU (torch and torchvision importable, e.g. through PYTHONPATH)
+        if self.smoke and os.environ.get("BENCH_GPU_STANDIN") != "0":
             self.env["BENCH_GPU_STANDIN"] = "1"
         self.gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
         self.sampler = Sampler()
         self.points: list[Point] = []
-        self.facts: dict[str, Any] = {"smoke": self.smoke, "seconds": self.seconds}
+        self.facts: dict[str, Any] = {"smoke": self.smoke, "seconds": self.seconds,
+                                      "standin": self.env.get("BENCH_GPU_STANDIN") == "1"}
         self.image = self.out / "image.jpg"
         self.body = self.out / "body.json"
         self.top1: int | None = None
@@ -368,11 +371,12 @@ def render(points: list[Point], facts: dict[str, Any]) -> str:
 
 def snippet(table: str, facts: dict[str, Any]) -> str:
     smoke = bool(facts.get("smoke"))
-    kind = "CPU smoke run with the numpy stand-in (not GPU figures)" if smoke \
-        else str(facts.get("gpu") or "no GPU")
-    model = "a numpy stand-in for the network (bench/models/gpu_resnet/net.py)" if smoke \
-        else "torchvision resnet50, random weights, fp16 + channels_last"
-    commit = str(facts.get("cogserve_commit") or "?")[:10]
+    kind = "CPU smoke run (not GPU figures)" if smoke else str(facts.get("gpu") or "no GPU")
+    model = "a numpy stand-in for the network (bench/models/gpu_resnet/net.py)" \
+        if facts.get("standin") else "torchvision resnet50, random weights" + (
+            ", fp32 on the CPU" if smoke else ", fp16 + channels_last")
+    commit = str(facts.get("cogserve_commit") or "?")
+    commit = commit[:10] + commit[40:]  # a short hash, and " with uncommitted changes"
     return (f"## GPU scenario: {kind}\n\n"
             f"{facts.get('machine', '')}; {model}; each request one "
             f"{facts.get('image_bytes', '?')} byte 224x224 JPEG as a data URL "

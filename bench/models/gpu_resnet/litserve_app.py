@@ -46,6 +46,7 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     api = ResNet(max_batch_size=MAX_BATCH, batch_timeout=WAIT_S)
-    server = ls.LitServer(api, accelerator="cpu" if standin() else "cuda", devices=1,
+    # "auto": CUDA where torch sees a GPU (LitServe's own detection, as a user runs it)
+    server = ls.LitServer(api, accelerator="cpu" if standin() else "auto", devices=1,
                           workers_per_device=args.workers, timeout=60)
     server.run(host="127.0.0.1", port=args.port, generate_client_file=False)
