@@ -139,6 +139,7 @@ class Run:
         self.image = self.out / "image.jpg"
         self.body = self.out / "body.json"
         self.top1: int | None = None
+        self.ceiling_procs = max(args.workers or [2 if self.smoke else 4])
 
     def say(self, text: str) -> None:
         line = f"{time.strftime('%H:%M:%S')} {text}"
@@ -174,7 +175,8 @@ class Run:
         python = self.venvs["cogserve"] / "bin" / "python"
         seconds = 1.0 if self.smoke else 3.0
         done = subprocess.run([str(python), str(MODEL / "ceiling.py"), str(self.image),
-                               "--seconds", str(seconds)], capture_output=True, text=True,
+                               "--seconds", str(seconds), "--procs", str(self.ceiling_procs)],
+                              capture_output=True, text=True,
                               env={**os.environ, **self.env}, timeout=600)
         if done.returncode != 0:
             raise CheckError(f"ceiling.py failed: {done.stderr[-1500:]}")
