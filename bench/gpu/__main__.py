@@ -40,7 +40,7 @@ def main() -> None:
                              "(batch, litserve, 'no @batch', reference)")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds the measuring may take: no server starts past it "
-                             "(default 540, so one 10-minute call holds the run)")
+                             "(default 480, so one 10-minute call holds the install and the run)")
     args = parser.parse_args()
     out = args.out or pathlib.Path(os.environ.get("OUT") or envs.CACHE / "gpu-out")
     out = out.resolve()

@@ -398,7 +398,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="*", default=None)
     parser.add_argument("--systems", nargs="*", default=None)
     parser.add_argument("--commit", default="")
-    parser.add_argument("--budget", type=float, default=540.0,
+    parser.add_argument("--budget", type=float, default=480.0,
                         help="seconds: no server is started past this, minus a margin")
     args = parser.parse_args()
     run = Run(args)
@@ -421,7 +421,8 @@ def main() -> None:
         first = True
         for config in plan:
             left = args.budget - (time.monotonic() - started)
-            if left < 20 + 6 * len(config.clients) * (run.seconds + 1):
+            # a start (a minute at most), the warm-up, each point and its reads
+            if left < 60 + run.warmup + len(config.clients) * (run.seconds + 2):
                 run.say(f"SKIPPED {config.system} x{config.workers}: {left:.0f} s of the "
                         "budget left (run it alone with --workers / --systems)")
                 failures += 1
