@@ -2,13 +2,9 @@
 waiting images. Served with `cogserve serve bench/models/gpu_resnet --predictor
 batched.py:Runner`; its API is predict.py's (one `image` in, the top 5 out)."""
 
-from cog import BaseModel, BaseRunner, Path, batch
+from cog import BaseRunner, Path, batch
 from net import Classifier, read
-
-
-class Output(BaseModel):
-    classes: list[int]
-    probabilities: list[float]
+from predict import Output
 
 
 class Runner(BaseRunner):
