@@ -1,8 +1,9 @@
 """Install the bundle offline into the GPU scenario's venvs.
 
 Each system gets a venv of its own under `bench/.cache/gpu-venvs/` made with
-`--system-site-packages`, so the machine's torch, torchvision, numpy and pillow are the
-ones every system runs, and `pip install --no-index --find-links` fills it from the
+`--system-site-packages` (and, where this Python is a venv itself, a .pth file naming its
+site-packages), so the machine's torch, torchvision, numpy and pillow are the ones every
+system runs, and `pip install --no-index --find-links` fills it from the
 bundle's wheels (nothing is fetched). A venv is reused while the bundle it was made from
 is unchanged (its manifest is copied in as a marker).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import pathlib
 import shutil
+import site
 import subprocess
 import sys
 
@@ -53,11 +55,21 @@ def install(bundle: pathlib.Path, *, smoke: bool, python: str = sys.executable
         print(f"[gpu] installing {name} offline into {path} ...", file=sys.stderr, flush=True)
         shutil.rmtree(path, ignore_errors=True)
         _run([python, "-m", "venv", "--system-site-packages", "--without-pip", str(path)])
+        _see_outer_venv(path)
         _run([str(path / "bin" / "python"), str(pip / "pip"), "install", "-q",
               "--disable-pip-version-check", "--no-index", "--find-links",
               str(bundle / "wheels"), *packages, *(SMOKE_EXTRA if smoke else [])])
         marker.write_text(wanted)
     return made
+
+
+def _see_outer_venv(path: pathlib.Path) -> None:
+    """Where this Python is itself a venv (torch installed there, not in the system's
+    site-packages), the new venv sees its packages too, after its own: a .pth file."""
+    if sys.prefix == sys.base_prefix:
+        return
+    inner = next(path.glob("lib/python3*/site-packages"))
+    (inner / "_bench_outer_venv.pth").write_text("\n".join(site.getsitepackages()) + "\n")
 
 
 def _run(argv: list[str]) -> None:
