@@ -4,6 +4,7 @@ webhooks with a retry, a V2 inference), asserting counts and labels."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from receiver import Receiver
 MODEL = '''
 import os
 import tempfile
+import re
 import time
 
 from cog import BaseRunner, CancelationException, Path
@@ -284,3 +286,102 @@ def test_queue_length_slots_and_queue_wait_with_a_queue_and_two_workers(
     # the queued one waited for a slot: the queue-wait sum is more than zero
     assert (value(samples, "cogserve_prediction_queue_wait_seconds_sum",
                   kind="prediction") or 0) > 0
+
+
+def test_no_gpu_series_without_nvml_and_each_worker_logs_its_gpu() -> None:
+    """Without the `gpu` extra (or, with it, without a driver) /metrics has no GPU series;
+    `--gpus` puts each worker's CUDA_VISIBLE_DEVICES in its ready line."""
+    with Server("gated", "--workers", "2", "--gpus", "0,1") as server:
+        samples = wait_for_sample(server.url, "cogserve_workers_ready", 2)
+        assert value(samples, "cogserve_workers_ready") == 2
+        assert not [name for name, _ in samples if "gpu" in name]
+        output = server.output()
+    assert re.search(r"worker 0 is ready \(pid \d+, CUDA_VISIBLE_DEVICES=0\)", output)
+    assert re.search(r"worker 1 is ready \(pid \d+, CUDA_VISIBLE_DEVICES=1\)", output)
+
+
+# NVML as the server process sees it: one GPU, whose running processes are the server's
+# own children (its workers), each holding (1 + its position) GiB. NVML is the process
+# boundary (a C library over the driver), so this module stands in for `pynvml`.
+FAKE_NVML = '''
+import os
+from types import SimpleNamespace
+
+
+class NVMLError(Exception):
+    pass
+
+
+def nvmlInit():
+    pass
+
+
+def nvmlShutdown():
+    pass
+
+
+def nvmlDeviceGetCount():
+    return 1
+
+
+def nvmlDeviceGetHandleByIndex(index):
+    return index
+
+
+def nvmlDeviceGetName(handle):
+    return "Stand-in GPU"
+
+
+def nvmlDeviceGetUUID(handle):
+    return "GPU-stand-in"
+
+
+def nvmlDeviceGetUtilizationRates(handle):
+    return SimpleNamespace(gpu=42, memory=0)
+
+
+def nvmlDeviceGetMemoryInfo(handle):
+    return SimpleNamespace(used=3 << 30, total=80 << 30, free=77 << 30)
+
+
+def _children():
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            pass
+    return sorted(found)
+
+
+def nvmlDeviceGetComputeRunningProcesses(handle):
+    return [SimpleNamespace(pid=pid, usedGpuMemory=(n + 1) << 30)
+            for n, pid in enumerate(_children())]
+
+
+def nvmlDeviceGetProcessUtilization(handle, since):
+    raise NVMLError("Not Supported")
+'''
+
+
+def test_gpu_series_name_each_worker_by_its_pid(tmp_path: Path) -> None:
+    """With `pynvml` importable (here a stand-in), /metrics has the GPU's series and each
+    worker's memory, matched by the pid the runtime reported when it started it."""
+    (tmp_path / "pynvml.py").write_text(FAKE_NVML)
+    env = {"PYTHONPATH": str(tmp_path)}
+    with Server("gated", "--workers", "2", env=env) as server:
+        samples = wait_for_sample(server.url, "cogserve_workers_ready", 2)
+        health = server.client.get("/health-check").json()
+    pids = sorted(w["pid"] for w in health["workers"])
+    by_worker = {dict(labels)["worker"]: v for (name, labels), v in samples.items()
+                 if name == "cogserve_worker_gpu_memory_bytes"}
+    # the stand-in gives the children in pid order 1 and 2 GiB: each worker gets its own
+    workers = {str(w["id"]): w["pid"] for w in health["workers"]}
+    assert by_worker == {w: float((pids.index(pid) + 1) << 30) for w, pid in workers.items()}
+    assert value(samples, "cogserve_gpu_utilization_ratio", gpu="0") == 0.42
+    assert value(samples, "cogserve_gpu_memory_total_bytes", gpu="0") == 80 << 30
+    assert samples.get(("cogserve_gpu_info", frozenset(
+        {"gpu": "0", "name": "Stand-in GPU", "uuid": "GPU-stand-in"}.items()))) == 1
+    assert not [name for name, _ in samples if name == "cogserve_worker_gpu_utilization_ratio"]

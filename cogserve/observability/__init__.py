@@ -10,6 +10,7 @@ imported by the worker or by the runtime.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +123,10 @@ class MetricsFeed:
         if self.metrics is None:
             self._build()
         assert self.metrics is not None
-        body = self.metrics.exposition()
+        if self.metrics.gpu is not None:  # NVML's calls take milliseconds: off the loop
+            body = await asyncio.to_thread(self.metrics.exposition)
+        else:
+            body = self.metrics.exposition()
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", CONTENT_TYPE.encode())]})
         await send({"type": "http.response.body", "body": body})

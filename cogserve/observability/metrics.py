@@ -43,6 +43,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 from prometheus_client.utils import INF, floatToGoString
 
+from cogserve.observability import gpu
 from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
 from cogserve.states import Health, Status
 
@@ -76,6 +77,10 @@ class Metrics:
         self.registry = registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=registry)  # the parent's CPU, memory, fds
         registry.register(_ServiceState(service))
+        # GPU series only with the `gpu` extra, a driver and a GPU (observability/gpu.py)
+        self.gpu = gpu.probe()
+        if self.gpu is not None:
+            registry.register(self.gpu)
         r: dict[str, Any] = {"registry": registry}
         self.loop_series = series = LoopSeries()
         registry.register(series)
@@ -202,9 +207,13 @@ class Metrics:
             self.worker_starts.inc()
             if fields["restart"]:
                 self.worker_restarts.inc()
+            if self.gpu is not None:
+                self.gpu.started(fields["worker"], fields["pid"])
         elif event is RuntimeEvent.WORKER_EXITED:
             if not fields["expected"]:
                 self.worker_crashes.inc()
+            if self.gpu is not None:
+                self.gpu.exited(fields["worker"])
         elif event is RuntimeEvent.SETUP_FINISHED:
             self.setups.labels(fields["status"]).inc()
             self.setup_duration.set(fields["seconds"])

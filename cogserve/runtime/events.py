@@ -17,8 +17,10 @@ from typing import Any
 class RuntimeEvent(enum.Enum):
     """Things that happened; the fields each carries are listed with it."""
 
-    WORKER_STARTED = "worker_started"  # restart: bool (a worker ran before this one)
-    WORKER_EXITED = "worker_exited"  # expected: bool (stopped by the server, not a crash)
+    # restart: bool (a worker ran before this one), worker: int (its index), pid: int | None
+    WORKER_STARTED = "worker_started"
+    # worker: int (its index), expected: bool (stopped by the server, not a crash)
+    WORKER_EXITED = "worker_exited"
     SETUP_FINISHED = "setup_finished"  # status: str ("succeeded" | "failed"), seconds: float
     # prediction: Prediction, message: the predict frame, which an observer may extend
     # (tracing adds the trace context the worker's span continues)

@@ -173,7 +173,8 @@ class Workers:
             lambda code: self._on_exit(member, code),
         )
         await member.process.start()
-        self._events.emit(RuntimeEvent.WORKER_STARTED, restart=restart)
+        self._events.emit(RuntimeEvent.WORKER_STARTED, restart=restart, worker=member.index,
+                          pid=member.process.pid)
         if self.settings.setup_timeout:
             loop = asyncio.get_running_loop()
             member.setup_timer = loop.call_later(self.settings.setup_timeout,
@@ -325,9 +326,12 @@ class Workers:
             if member.state is WorkerState.STARTING:
                 _cancel_setup_timer(member)
                 member.state = WorkerState.READY  # its slots are free from now
-                if len(self.pool) > 1:
-                    log.info("%s is ready (pid %s)", member.label,
-                             member.process.pid if member.process else None)
+                # the GPU it was given (--gpus), so an operator sees which worker is where
+                gpu = self.pool.env_for(member).get("CUDA_VISIBLE_DEVICES")
+                if len(self.pool) > 1 or gpu is not None:
+                    log.info("%s is ready (pid %s%s)", member.label,
+                             member.process.pid if member.process else None,
+                             "" if gpu is None else f", CUDA_VISIBLE_DEVICES={gpu}")
                 self._settle()
         elif kind == FromWorker.SETUP_FAILED:
             _cancel_setup_timer(member)
@@ -357,7 +361,8 @@ class Workers:
         _cancel_setup_timer(member)
         # a crash is an exit nobody asked for: not a shutdown, a restart (an ignored
         # cancel, a reload), a setup timeout, or a worker ending after a fatal load error
-        self._events.emit(RuntimeEvent.WORKER_EXITED, expected=self.shutting_down
+        self._events.emit(RuntimeEvent.WORKER_EXITED, worker=member.index,
+                          expected=self.shutting_down
                           or member.restart is not Restart.NONE
                           or member.state is WorkerState.SETUP_FAILED)
         if self.shutting_down:
