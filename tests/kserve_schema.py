@@ -80,7 +80,9 @@ def _kubernetes_definitions() -> Resource[Any]:
     (strict: unknown fields are errors), Container among them."""
     root = pathlib.Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
     folder = root / f"v{kubernetes_validate.latest_version()}-local-strict"
-    return Resource.from_contents(json.loads((folder / "_definitions.json").read_text()))
+    definitions = folder / "_definitions.json"
+    assert definitions.is_file(), f"kubernetes-validate's layout changed: no {definitions}"
+    return Resource.from_contents(json.loads(definitions.read_text()))
 
 
 @functools.cache

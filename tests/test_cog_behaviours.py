@@ -137,24 +137,33 @@ def test_an_async_healthcheck_drives_unhealthy_and_back(server: Server) -> None:
     assert server.health()["status"] == "READY"
 
 
-def test_an_iterator_that_raises_midway_sends_one_failed_completed_webhook() -> None:
+def test_completed_webhooks_of_a_failing_iterator_and_of_recorded_metrics() -> None:
+    """Only "completed" is sent: a failed iterator's error and no output (as the
+    reference), and the model's own metrics beside predict_time."""
     receiver = Receiver()
     try:
         with Server(MODELS / "stream") as streaming:
-            response = streaming.client.post(
-                "/predictions", headers={"prefer": "respond-async"},
-                json={"id": "breaks-midway", "input": {"n": 4, "fail_at": 2, "quiet": True},
-                      "webhook": receiver.url, "webhook_events_filter": ["completed"]})
-            assert response.status_code == 202, response.text
-            final = receiver.wait_for_terminal()
+            for id_, inputs in (("breaks-midway", {"n": 4, "fail_at": 2, "quiet": True}),
+                                ("counts", {"n": 3, "metric": True, "quiet": True})):
+                response = streaming.client.post(
+                    "/predictions", headers={"prefer": "respond-async"},
+                    json={"id": id_, "input": inputs, "webhook": receiver.url,
+                          "webhook_events_filter": ["completed"]})
+                assert response.status_code == 202, response.text
+                receiver.wait_until(lambda bodies, id_=id_: any(b["id"] == id_
+                                                                 for b in bodies))
+            delivered = receiver.wait_for_terminal()
     finally:
         receiver.close()
-    assert len(final) == 1  # "completed" only
-    assert final[0]["id"] == "breaks-midway"
-    assert final[0]["status"] == "failed"
-    assert final[0]["error"] == ("Prediction failed: Generator iteration error: RuntimeError: "
-                                 "stream broke")
-    assert final[0]["output"] is None  # a failure reports no output, as the reference
+    assert [b["id"] for b in delivered] == ["breaks-midway", "counts"]  # one each
+    failed, counted = delivered
+    assert failed["status"] == "failed"
+    assert failed["error"] == ("Prediction failed: Generator iteration error: RuntimeError: "
+                               "stream broke")
+    assert failed["output"] is None
+    assert counted["status"] == "succeeded"
+    assert counted["output"] == ["tok0", "tok1", "tok2"]
+    assert counted["metrics"]["tokens"] == 3 and counted["metrics"]["predict_time"] > 0
 
 
 def test_a_runner_in_a_subfolder_imports_modules_of_the_model_root(tmp_path) -> None:
