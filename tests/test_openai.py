@@ -250,6 +250,9 @@ def test_cog_yaml_maps_a_model_the_names_do_not_fit(tmp_path):
                                                    max_tokens=5)
         assert answer.choices[0].text == "HELLO"
         assert stored(server, answer.id)["input"] == {"text": "hello world", "length": 5}
+        # a str output streams as one chunk, at the end
+        stream = client(server).completions.create(model="shout", prompt="abc", stream=True)
+        assert [c.choices[0].text for c in stream] == ["ABC", ""]
 
 
 def test_no_openai_leaves_v1_out(tmp_path):
