@@ -10,10 +10,8 @@ from __future__ import annotations
 import contextvars
 import inspect
 import pathlib
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -128,9 +126,9 @@ class Job:
             return
         if self.files_sent:
             protocol.hand_over_folder(message, str(self._tmpdir))
+            self._tmpdir = None
         else:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-        self._tmpdir = None
+            self._drop_folder()
 
     def _log(self, source: str, data: str) -> None:
         self.send(protocol.log(self.id, source, data))
@@ -157,9 +155,14 @@ class Job:
     def tmpdir(self) -> pathlib.Path:
         """This prediction's folder (inputs, and the model's tempfile files), made on first use."""
         if self._tmpdir is None:
-            self._tmpdir = pathlib.Path(tempfile.mkdtemp(prefix=protocol.PREDICTION_DIR_PREFIX,
-                                                         dir=tempdirs.base()))
+            self._tmpdir = tempdirs.take()
         return self._tmpdir
+
+    def _drop_folder(self) -> None:
+        """Empty the folder for reuse (`tempdirs.release`); this job has none after."""
+        folder, self._tmpdir = self._tmpdir, None
+        if folder is not None:
+            tempdirs.release(folder)
 
     def bind(self) -> tuple[Any, Any, Any]:
         """Route this context's logs, metrics and tempfile folder to this prediction."""
@@ -187,8 +190,7 @@ class Job:
                 handle.close()
             except Exception:  # noqa: BLE001 - best effort
                 pass
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        self._drop_folder()
 
     def fail(self, exc: BaseException, raised_in: RaisedIn | None = None) -> None:
         """End the prediction as failed. An exception of the model's own (`raised_in`
