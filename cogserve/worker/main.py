@@ -204,7 +204,7 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
         call, mode = serving.call_for(message, data, router, downloads)
         cancels.begin(call, mode)
         try:
-            modes.drive(mode.run(call))
+            mode.run(call)
         finally:
             cancels.end(call)
 
@@ -256,7 +256,9 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     def start(message: protocol.Message) -> None:
         call, mode = serving.call_for(message, data, router, downloads)
         cancels.begin(call, mode)
-        call.task = task = loop.create_task(mode.run(call))
+        coroutine = mode.run(call)
+        assert coroutine is not None  # an async worker's modes give the task's coroutine
+        call.task = task = loop.create_task(coroutine)
         if call.cancel_requested:  # a cancel that came before it
             task.cancel()
         task.add_done_callback(lambda t: _task_done(cancels, call, t))

@@ -59,7 +59,7 @@ def call_batch(loaded: LoadedModel, batch: batching.Batch, cancels: Cancels) -> 
     mode = modes.Batched(loaded, cancels, on_main=True)
     cancels.begin(batch, mode)
     try:
-        modes.drive(mode.run(batch))
+        mode.run(batch)
     finally:
         cancels.end(batch)
 
