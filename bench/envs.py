@@ -28,12 +28,13 @@ VENVS = CACHE / "venvs"
 
 PACKAGES: dict[str, list[str]] = {
     # numpy: the V2 sum model (bench/models/v2_sum) needs it
-    "cogserve": [str(REPO), "py-spy>=0.3.14", "numpy>=1.24"],
+    # pillow: the JPEG decode of the CPU proxy of the GPU path (bench/models/image_decode)
+    "cogserve": [str(REPO), "py-spy>=0.3.14", "numpy>=1.24", "pillow>=10"],
     # numpy: the MLP of the batching scenario (bench/models/mlp)
     "reference": ["cog==0.23.1", "coglet==0.23.1", "numpy>=1.24"],
     # uvloop 0.22+ breaks MLServer 1.7.1's worker pool (get_event_loop() in a fresh process)
     "mlserver": ["mlserver==1.7.1", "uvloop<0.22"],
-    "litserve": ["litserve==0.2.19", "numpy>=1.24"],  # scenarios 9 and 11's peer
+    "litserve": ["litserve==0.2.19", "numpy>=1.24", "pillow>=10"],  # 9, 11 and 12's peer
 }
 
 
@@ -98,8 +99,8 @@ def baseline(ref: str) -> Baseline:
     commit = done.stdout.strip()
     path = VENVS / f"baseline-{commit[:12]}"
     marker = path / ".bench-installed"
-    # numpy: the V2 sum model needs it, as in the cogserve venv
-    wanted = f"cogserve@{commit}\nnumpy>=1.24"
+    # numpy and pillow: the V2 sum and image models need them, as in the cogserve venv
+    wanted = f"cogserve@{commit}\nnumpy>=1.24\npillow>=10"
     if marker.exists() and marker.read_text() == wanted:
         return Baseline(ref, commit, path)
     print(f"[bench] installing cogserve at {ref} ({commit[:12]}) into {path} ...",
@@ -117,7 +118,7 @@ def baseline(ref: str) -> Baseline:
     if not (path / "bin" / "python").exists():
         _run([sys.executable, "-m", "venv", str(path)])
     _run([str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
-          str(source), "numpy>=1.24"])
+          str(source), "numpy>=1.24", "pillow>=10"])
     shutil.rmtree(source, ignore_errors=True)  # installed as a copy: the tree is not needed
     marker.write_text(wanted)
     return Baseline(ref, commit, path)

@@ -39,7 +39,7 @@ NAMES = {COGSERVE: "cogserve", COGSERVE_METRICS_OFF: "cogserve, metrics off (COG
          REFERENCE: "reference (Cog 0.23.1 + coglet 0.23.1)",
          MLSERVER: "MLServer 1.7.1", FLOOR: "floor (bare ASGI on uvicorn)",
          "litserve": "LitServe 0.2.19 (9: workers_per_device=2; 11: max_batch_size=16, "
-                     "batch_timeout=5 ms)"}
+                     "batch_timeout=5 ms; 12: max_batch_size=32, batch_timeout=2 ms)"}
 
 
 @dataclass

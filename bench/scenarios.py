@@ -8,6 +8,7 @@ interleaved rounds, failures. `Unsupported` marks a feature a peer lacks.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pathlib
@@ -20,7 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import envs, loadgen, systems
-from bench.procs import cpu_seconds, reset_peak_rss, status_kib, tree_cpu_seconds
+from bench.procs import (
+    cpu_seconds,
+    descendants,
+    reset_peak_rss,
+    status_kib,
+    tree_cpu_seconds,
+)
 from bench.systems import (
     BASELINE,
     COGSERVE,
@@ -704,6 +711,105 @@ class MLPBatch(CPUPool):
                 TREE_CPU: cpu[PARENT_CPU] + cpu[WORKER_CPU]}
 
 
+# ---------------------------------------------------------------- 12: CPU proxy of the GPU path
+
+IMAGE_ARGS = ["--queue-size", "64", "--predictor", "batched.py:Runner"]
+RUN_CPU = "run() CPU per prediction"
+WORKER_OUTSIDE = "worker CPU per prediction outside run()"
+FRONT_CPU = "front-end CPU per prediction, all its processes"
+FRONT_MAX = "front-end CPU per prediction, busiest process"
+# the model answers its decode CPU so far instead of decoding (a one-byte image)
+STATS_BODY = b'{"input":{"image":"data:image/jpeg;base64,AA==","stats":true}}'
+
+
+class ImageDecode(_WrkScenario):
+    """Issue 35's file input without the GPU: 32 clients each send a 224x224 JPEG (~30 KB)
+    as a data URL to a `Path` input of a model whose run() only decodes it (Pillow).
+
+    `cogserve` serves bench/models/image_decode/batched.py (`@batch(max_size=32,
+    max_wait=2 ms)`, one worker, --queue-size 64), `cogserve-unbatched` the same folder's
+    run.py; LitServe batches the same decode with the same limits (litserve_app.py).
+    cogserve takes no multipart upload for a file input (neither does Cog), so the data
+    URL is the one file input measured. The model counts its own decode CPU (a `stats`
+    request asks for it), so the worker's CPU outside run() is the server's own: the
+    "worker" is the process that ran run(); the front end is every other process of the
+    server (cogserve's parent; LitServe's main process and its API server processes).
+    """
+
+    key = "image_decode"
+    number = "12"
+    title = ("CPU proxy of the GPU path: 224x224 JPEG data URL to a Path input, run() "
+             "decodes; 32 clients; @batch(32, 2 ms) vs unbatched, LitServe batching")
+    model = "image_decode"
+    connections = 32
+    systems = (COGSERVE, COGSERVE_UNBATCHED, LITSERVE)
+    figures = (Figure("successful req/s", "req/s", True),
+               Figure("p50, all responses", "ms", False),
+               Figure("non-2xx", "count/round", False),
+               Figure(RUN_CPU, "µs", False), Figure(WORKER_OUTSIDE, "µs", False),
+               Figure(FRONT_CPU, "µs", False), Figure(FRONT_MAX, "µs", False),
+               Figure(TREE_CPU, "µs", False))
+
+    def prepare(self, ctx: Context) -> None:
+        if not (self.model_dir(COGSERVE) / "litserve_app.py").exists():
+            raise Unavailable("bench/models/image_decode/litserve_app.py is missing")
+        Scenario.prepare(self, ctx)
+
+    def args(self, system: str, ctx: Context) -> list[str]:
+        return IMAGE_ARGS if system in OURS else []
+
+    def body(self) -> pathlib.Path:
+        def make() -> bytes:
+            jpeg = BODIES / "image-224.jpg"
+            subprocess.run([str(envs.venv(COGSERVE) / "bin" / "python"),
+                            str(self.model_dir(COGSERVE) / "make_image.py"), str(jpeg)],
+                           check=True, capture_output=True, timeout=60)
+            url = "data:image/jpeg;base64," + base64.b64encode(jpeg.read_bytes()).decode()
+            return json.dumps({"input": {"image": url}}).encode()
+        return body_file("image-224-dataurl.json", make)
+
+    def run_wrk(self, server: Server, ctx: Context, seconds: float) -> loadgen.WrkResult:
+        path = "/predict" if server.system == LITSERVE else self.path
+        return loadgen.wrk(ctx.wrk, server.url + path, connections=self.connections,
+                           seconds=seconds, body=self.body(), headers=JSON)
+
+    def _stats(self, server: Server) -> tuple[int, float, int]:
+        """The model's process, its decode CPU so far and its count of images."""
+        path = "/predict" if server.system == LITSERVE else self.path
+        got = loadgen.request(server.url + path, body=STATS_BODY,
+                              headers=JSON)
+        if got.status not in (200, 201):
+            raise RuntimeError(f"stats: HTTP {got.status}: {got.body[:200]!r}")
+        stats = json.loads(json.loads(got.body)["output"])
+        return int(stats["pid"]), float(stats["run_cpu_s"]), int(stats["images"])
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        got = loadgen.request(server.url + ("/predict" if server.system == LITSERVE
+                                            else self.path),
+                              body=self.body().read_bytes(), headers=JSON)
+        if got.status not in (200, 201) or json.loads(got.body).get("output") != "224x224":
+            raise RuntimeError(f"HTTP {got.status}: {got.body[:200]!r}")
+        self.run_wrk(server, ctx, ctx.warmup_s)
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        assert server.proc is not None
+        pid, run_0, _ = self._stats(server)
+        pids = [server.proc.pid, *descendants(server.proc.pid)]
+        before = {p: cpu_seconds(p) for p in pids}
+        r = self.run_wrk(server, ctx, ctx.seconds)
+        after = {p: cpu_seconds(p) for p in pids}
+        _, run_1, _ = self._stats(server)
+        if r.ok == 0:
+            raise RuntimeError(f"no successful response ({r.non_2xx} non-2xx)")
+        used = {p: max(0.0, after[p] - before[p]) / r.ok * 1e6 for p in pids}
+        front = [cpu for p, cpu in used.items() if p != pid]
+        run_cpu = (run_1 - run_0) / r.ok * 1e6
+        return {"successful req/s": r.ok_per_s, "p50, all responses": r.p50_ms,
+                "non-2xx": float(r.non_2xx + r.socket_errors), RUN_CPU: run_cpu,
+                WORKER_OUTSIDE: used.get(pid, 0.0) - run_cpu, FRONT_CPU: sum(front),
+                FRONT_MAX: max(front, default=0.0), TREE_CPU: sum(used.values())}
+
+
 def _soak() -> Scenario:
     from bench.soak import Soak  # imports this module: loaded after it
 
@@ -714,5 +820,5 @@ ALL: tuple[Scenario, ...] = (
     NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), OpenAIStream(),
     FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
     V2Binary(), CPUPool(),
-    _soak(), MLPBatch(),
+    _soak(), MLPBatch(), ImageDecode(),
 )

@@ -130,6 +130,19 @@ def test_a_lone_request_is_not_held_longer_than_max_wait(server, calls):
     assert calls.batches() == [["alone"]]
 
 
+def test_a_lone_request_on_an_idle_model_does_not_wait_for_company(serve, tmp_path):
+    """Issue 35: it leaves in the event loop's next turn, not `max_wait` (0.05 s) later.
+    The wait is the server's own figure (backlog to batch, `cogserve_batch_wait_seconds`):
+    it waited `max_wait` or more before, whatever the load, and now waits one turn."""
+    srv = serve("batched", env={"BATCH_LOG": str(tmp_path / "calls.jsonl")})
+    r = srv.predict(text="alone")
+    assert (r.status_code, r.json()["output"]) == (200, "ALONE")
+    text = srv.client.get("/metrics").text
+    count = re.search(r"^cogserve_batch_wait_seconds_count (\S+)$", text, re.M).group(1)
+    total = re.search(r"^cogserve_batch_wait_seconds_sum (\S+)$", text, re.M).group(1)
+    assert float(count) == 1 and float(total) < 0.05
+
+
 # ---------------------------------------------------------------- cancel
 
 
@@ -451,6 +464,10 @@ def test_a_file_input_that_cannot_be_fetched_fails_only_its_request(serve, tmp_p
     with socket.socket() as closed:  # a port nobody listens on: the download is refused
         closed.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{closed.getsockname()[1]}/gone.txt"
+    # the first request on an idle model leaves at once; the two after it come within
+    # max_wait of its end, so they wait for each other
+    submit(srv, "f0", input={"doc": "data:text/plain;base64,aGVsbG8="})
+    assert final(srv, "f0")["status"] == "succeeded"
     submit(srv, "f1", input={"doc": "data:text/plain;base64,aGVsbG8="})
     submit(srv, "f2", input={"doc": dead})
     good, bad = final(srv, "f1"), final(srv, "f2")
@@ -459,5 +476,5 @@ def test_a_file_input_that_cannot_be_fetched_fails_only_its_request(serve, tmp_p
     metrics = srv.client.get("/metrics").text
     formed = [re.search(rf"^cogserve_batch_size_{k} (\S+)$", metrics, re.M).group(1)
               for k in ("count", "sum")]
-    assert formed == ["1.0", "2.0"]  # one batch of both left for the worker ...
-    assert [len(b) for b in calls.batches()] == [1]  # ... and run() was called without it
+    assert formed == ["2.0", "3.0"]  # f0's, then one batch of both left for the worker ...
+    assert [len(b) for b in calls.batches()] == [1, 1]  # ... and run() was called without f2

@@ -25,11 +25,14 @@ def pattern(size: int) -> bytes:
 
 
 def leftovers(tmp: Path) -> list[str]:
-    """Everything under the server's TMPDIR except its (empty) per-server folder."""
+    """Everything under the server's TMPDIR except its per-server folder and the empty
+    prediction folders a worker keeps for its next predictions (`worker/tempdirs.py`)."""
     found = []
     for path in sorted(tmp.rglob("*")):
         rel = path.relative_to(tmp)
         if len(rel.parts) == 1 and rel.name.startswith("cogserve-") and path.is_dir():
+            continue
+        if rel.name.startswith("cogserve-in-") and path.is_dir() and not any(path.iterdir()):
             continue
         found.append(str(rel))
     return found

@@ -7,14 +7,20 @@ its own that holds `max_size` predictions per slot (a slot of a batched model se
 that many), refusing more with Cog's 409 as an unbatched model does when its slots
 are busy.
 
-The rule (LitServe's): once a slot is free, the oldest waiting predictions leave as one
-batch as soon as there are `max_size` of them, or `max_wait` seconds after the slot was
-free for them, with however many there are then. While every slot is busy they keep
-waiting. Counting the wait from the free slot rather than from the oldest arrival (Ray
-Serve's rule) lets the clients just answered rejoin the next batch: with 16 clients in
-a loop the MLP of bench scenario 11 got batches of 12.9 instead of 8.8 (ping-pong
-between two half batches). A batch is the run of consecutive predictions at the head of
-the backlog: a training (never batched) that waits among them leaves alone, in its turn.
+The rule: once a slot is free, the oldest waiting predictions leave as one batch as
+soon as there are `max_size` of them, or `max_wait` seconds after the slot was freed,
+with however many there are then. While every slot is busy they keep waiting. Counting
+the wait from the freed slot rather than from the oldest arrival (Ray Serve's rule)
+lets the clients just answered rejoin the next batch: with 16 clients in a loop the MLP
+of bench scenario 11 got batches of 12.9 instead of 8.8 (ping-pong between two half
+batches). A prediction that comes when that window has closed (the model idle for
+`max_wait` or more, or never used) leaves at once: waiting could only add latency, as
+nobody just answered is coming back. Before, its window opened when it came, so a lone
+request on an idle model always waited `max_wait` (issue 35 measured 13.3 ms against
+9.1 ms unbatched with a 2 ms `max_wait`); now it waits no longer than an unbatched one,
+and a request never waits more than `max_wait` for a batch to fill. A batch is the run
+of consecutive predictions at the head of the backlog: a training (never batched) that
+waits among them leaves alone, in its turn.
 
 The batcher only decides and keeps the fill timer; the `Service` hands a batch to a
 slot (one BATCH message, the slot shared by its members: `pool.Share`) and keeps every
@@ -24,6 +30,7 @@ prediction's own state.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 
 from cogserve.protocol import Message
@@ -40,30 +47,37 @@ class Batcher:
         self.limits = limits
         self._events = events
         self._wake = wake  # the Service's dispatch: called when the oldest has waited enough
-        self._timer: asyncio.TimerHandle | None = None
-        self._opened: float | None = None  # when a slot was first free for the next batch
+        self._timer: asyncio.Handle | None = None
+        self._due = False  # the timer fired: what waits leaves with the next free slot
+        self._freed = -math.inf  # when a batch last ended (loop time): its slot was freed
+
+    def freed(self) -> None:
+        """A prediction of a batch ended: its slot is free (once the batch's last has),
+        and the window in which the next batch may fill opens now."""
+        self._freed = asyncio.get_running_loop().time()
+        if self._timer is None:
+            self._due = False
 
     def take(self, backlog: Backlog) -> list[tuple[Prediction, Message]] | None:
         """The batch that leaves now, oldest first; `[]` when it should wait to fill (the
-        timer calls `wake` `max_wait` after the slot was free); None when the oldest is
-        a training, which leaves alone as an unbatched prediction does.
+        timer calls `wake` when the window closes); None when the oldest is a training,
+        which leaves alone as an unbatched prediction does.
 
-        Called only when a slot is free and the backlog is not empty.
+        Called only when a slot is free and the backlog is not empty. Outside a window
+        the wait is one turn of the event loop (`call_soon`), not none: requests that
+        came together, already read from their sockets, still leave together.
         """
         kind, count, since = backlog.head(self.limits.max_size)
         if kind == TRAINING:
             return None
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        if self._opened is None or since > self._opened + self.limits.max_wait:
-            # a slot is free for the next batch from now (a window that closed with
-            # nobody waiting, say they were all cancelled, does not count)
-            self._opened = now
-        if count < self.limits.max_size and now < self._opened + self.limits.max_wait:
+        if count < self.limits.max_size and not self._due:
             if self._timer is None:
-                self._timer = loop.call_at(self._opened + self.limits.max_wait, self._fire)
+                closes = self._freed + self.limits.max_wait
+                self._timer = loop.call_at(closes, self._fire) if loop.time() < closes \
+                    else loop.call_soon(self._fire)
             return []
-        self._opened = None
+        self._due = False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -72,11 +86,12 @@ class Batcher:
             entry = backlog.pop()
             assert entry is not None
             taken.append(entry)
-        self._events.emit(RuntimeEvent.BATCH_FORMED, size=count, wait=now - since)
+        self._events.emit(RuntimeEvent.BATCH_FORMED, size=count, wait=loop.time() - since)
         return taken
 
     def _fire(self) -> None:
         self._timer = None
+        self._due = True
         self._wake()
 
     def close(self) -> None:

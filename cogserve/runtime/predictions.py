@@ -366,6 +366,8 @@ class Predictions:
             slot = prediction.slot
             if slot is not None:
                 slot.release()
+                if self.batcher is not None:
+                    self.batcher.freed()
                 if slot.member.draining:  # a reload waits for it to be idle
                     self._slots.released(slot.member)
                 if self.backlog is not None:

@@ -19,12 +19,14 @@ and its returned list is split back, item i to member i.
   when they all sent the same one, else empty (one request's secrets never reach
   another's run()).
 
-For the cancel machinery (`predict.Cancels`, the async worker's task) a `Batch` stands
+For the cancel machinery (`predict.Cancels`, `modes.Batched`) a `Batch` stands
 where a single `Job` would: it has the same flags.
 """
 
 from __future__ import annotations
 
+import inspect
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -36,7 +38,7 @@ from cogserve.loader import LoadedModel
 from cogserve.scope import Scope, bind_scope, unbind_scope
 from cogserve.worker import inputs, outputs, tempdirs
 from cogserve.worker.logs import LogTarget, Router
-from cogserve.worker.predict import Cancels, Job, RaisedIn, enter_user, has_files
+from cogserve.worker.predict import Cancels, Job, RaisedIn, enter_user
 
 if TYPE_CHECKING:
     import asyncio
@@ -60,7 +62,6 @@ class Batch:
         self.jobs = jobs = [Job(item, self._emit, router, cancels, downloads)
                             for item in items]
         self.id = jobs[0].id  # names the batch in the router and the logs
-        self._ids = frozenset(job.id for job in jobs)
         self.called: list[Job] = []  # the members in the run() call, in its lists' order
         self.live: list[Job] = []  # those of them that have not ended
         self.running = False  # the run() call has been made
@@ -94,8 +95,8 @@ class Batch:
         if held:
             self._channel.send_many(held)
 
-    def owns(self, prediction_id: str) -> bool:
-        return prediction_id in self._ids
+    def members(self) -> list[str]:
+        return [job.id for job in self.jobs]
 
     def cancel_member(self, prediction_id: str) -> bool:
         """A cancel for one member. Returns True when the run() call itself must now be
@@ -243,70 +244,62 @@ class Batch:
             job.cleanup()
 
 
-# ---------------------------------------------------------------- sync worker
+# ------------------------------------------------------------ the call
 
+    async def run(self, model: LoadedModel, prepare_in_thread: bool) -> None:
+        """Prepare, call run() once, split its list back; every member ends here.
 
-def run_sync(model: LoadedModel, batch: Batch, cancels: Cancels) -> None:
-    """The call on the main thread, where a cancel of its last member can interrupt it."""
-    cancels.current = batch
-    started = time.perf_counter()
-    tokens: tuple[Any, Any, Any] | None = None
-    try:
-        prepared = batch.prepare(model)
-        if not prepared:
-            return
-        arguments = batch.arguments(model, prepared)
-        tokens = batch.bind()
+        The one body of both kinds of worker (`modes.Batched`): a sync worker drives it
+        on its main thread, where nothing in it suspends; an async worker runs it as a
+        task, its inputs prepared in a thread when they have files to fetch
+        (`prepare_in_thread`), and an async run() awaited.
+        """
+        started = time.perf_counter()
+        tokens: tuple[Any, Any, Any] | None = None
         try:
-            enter_user(batch)
-            result = model.run(**arguments)
+            if prepare_in_thread:
+                import asyncio
+                import contextvars
+
+                prepared = await asyncio.get_running_loop().run_in_executor(
+                    None, contextvars.copy_context().run, self.prepare, model)
+            else:
+                prepared = self.prepare(model)
+            if not prepared:
+                return
+            arguments = self.arguments(model, prepared)
+            tokens = self.bind()
+            try:
+                enter_user(self)
+                result = model.run(**arguments)
+                if inspect.isawaitable(result):
+                    result = await result
+            finally:
+                self.in_user_code = False
+            self.finish(model, result, started)
+        except CancelationException:
+            self.cancelled()
+        except BaseException as exc:  # noqa: BLE001 - the model's failure is the batch's
+            if _task_cancelled(exc):
+                self.cancelled()
+            elif isinstance(exc, KeyboardInterrupt | SystemExit):
+                self.fail(RuntimeError(f"run() raised {type(exc).__name__}"))
+            else:
+                self.fail(exc, RaisedIn.RUN)
         finally:
-            batch.in_user_code = False
-        batch.finish(model, result, started)
-    except CancelationException:
-        batch.cancelled()
-    except BaseException as exc:  # noqa: BLE001 - the model's failure is the batch's
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            batch.fail(RuntimeError(f"run() raised {type(exc).__name__}"))
-        else:
-            batch.fail(exc, RaisedIn.RUN)
-    finally:
-        batch.in_user_code = False
-        cancels.current = None
-        if tokens is not None:
-            batch.unbind(tokens)
-        batch.cleanup()
+            self.in_user_code = False
+            if tokens is not None:
+                self.unbind(tokens)
+            self.cleanup()
+
+    def never_ran(self) -> None:
+        """Its task was cancelled before its first step: nothing else tells the parent."""
+        for job in self.jobs:
+            job.send(protocol.cancelled(job.id))
+        self.cleanup()
 
 
-# ---------------------------------------------------------------- async worker
-
-
-async def run_async(model: LoadedModel, batch: Batch) -> None:
-    """The call as a task on the worker's loop; cancelling the task cancels it."""
-    import asyncio
-    import contextvars
-
-    started = time.perf_counter()
-    tokens: tuple[Any, Any, Any] | None = None
-    try:
-        if has_files(model):  # downloads block: off the loop, so other slots keep running
-            prepared = await asyncio.get_running_loop().run_in_executor(
-                None, contextvars.copy_context().run, batch.prepare, model)
-        else:
-            prepared = batch.prepare(model)
-        if not prepared:
-            return
-        arguments = batch.arguments(model, prepared)
-        tokens = batch.bind()
-        result = model.run(**arguments)
-        if hasattr(result, "__await__"):
-            result = await result
-        batch.finish(model, result, started)
-    except (asyncio.CancelledError, CancelationException):
-        batch.cancelled()
-    except BaseException as exc:  # noqa: BLE001
-        batch.fail(exc, RaisedIn.RUN)
-    finally:
-        if tokens is not None:
-            batch.unbind(tokens)
-        batch.cleanup()
+def _task_cancelled(exc: BaseException) -> bool:
+    """`exc` is asyncio's CancelledError (a sync worker never imports asyncio)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)

@@ -7,13 +7,10 @@ the worker should start fast and not import an HTTP client it rarely needs.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import functools
 import http.client
 import mimetypes
-import os
 import pathlib
 import re
 import socket
@@ -27,6 +24,7 @@ from typing import Any
 
 from cogserve import envvars, netpolicy
 from cogserve.exceptions import FetchError
+from cogserve.worker import dataurls
 from cogserve.worker.transfers import StopReason, Transfers, current
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -80,7 +78,7 @@ class Fetcher:
         """
         label = field if index is None else f"{field}[{index}]"
         if url.startswith("data:"):
-            return _fetch_data_url(url, dest, label, index)
+            return dataurls.write(url, dest, label, index)
         scheme = urllib.parse.urlsplit(url).scheme.lower()
         bucket = scheme not in ("http", "https") and _bucket_url(url)
         if scheme not in ("http", "https") and not bucket:
@@ -96,7 +94,7 @@ class Fetcher:
                     from cogserve.worker import objects
 
                     target = objects.download(
-                        url, _unique(dest, _name_from_response(None, url, index)), label,
+                        url, dataurls.unique(dest, _name_from_response(None, url, index)), label,
                         transfers or Transfers(), self.max_bytes, _stopped)
                 else:
                     target = self._download(url, dest, label, index,
@@ -117,7 +115,7 @@ class Fetcher:
             with self._opener.open(request, timeout=self.timeout) as response:
                 _check_length(response, self.max_bytes, label, url)
                 name = _name_from_response(response, url, index)
-                target = _unique(dest, name)
+                target = dataurls.unique(dest, name)
                 with open(target, "wb") as out:
                     _copy(response, out, owner, self.max_bytes, label, url)
                 complete = True
@@ -237,25 +235,6 @@ def _bucket_url(url: str) -> bool:
     return buckets.accepts(url)
 
 
-def _fetch_data_url(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathlib.Path:
-    header, sep, payload = url[5:].partition(",")
-    if not sep:
-        raise FetchError(f"input {label}: malformed data URL (no comma)")
-    parts = header.split(";")
-    mime = parts[0] or "text/plain"
-    try:
-        if "base64" in parts[1:]:
-            data = base64.b64decode(payload, validate=True)
-        else:
-            data = urllib.parse.unquote_to_bytes(payload)
-    except (binascii.Error, ValueError) as exc:
-        raise FetchError(f"input {label}: malformed data URL: {exc}") from None
-    ext = mimetypes.guess_extension(mime) or ""
-    target = _unique(dest, (f"input.{index}" if index is not None else "input") + ext)
-    target.write_bytes(data)
-    return target
-
-
 def _name_from_response(response: object, url: str, index: int | None) -> str:
     headers = getattr(response, "headers", None)
     name = ""
@@ -274,16 +253,6 @@ def _name_from_response(response: object, url: str, index: int | None) -> str:
         base = name or (f"input.{index}" if index is not None else "input")
         name = base + ext
     return name
-
-
-def _unique(dest: pathlib.Path, name: str) -> pathlib.Path:
-    target = dest / name
-    n = 1
-    while target.exists():
-        stem, suffix = os.path.splitext(name)
-        target = dest / f"{stem}.{n}{suffix}"
-        n += 1
-    return target
 
 
 def _short(url: str) -> str:

@@ -26,14 +26,12 @@ from cogserve.model_import import import_ref
 from cogserve.protocol import Mode, ToWorker, UserHealth
 from cogserve.schema import openapi_document
 from cogserve.signature import read_signature
-from cogserve.worker import predict, tempdirs
+from cogserve.worker import modes, predict, tempdirs
 from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogTarget, Router, capture_output
 
 if TYPE_CHECKING:
     import asyncio
-
-    from cogserve.worker import batch as batching
 
 
 def main() -> None:
@@ -191,33 +189,24 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
     def on_control(message: protocol.Message) -> None:
         kind = message.get(protocol.KIND)
         if kind == ToWorker.CANCEL:
-            cancels.cancel_sync(message["id"])
+            cancels.cancel(message["id"])
         elif kind == ToWorker.HEALTHCHECK:
             status, error = predict.run_healthcheck(model)
             control.send(protocol.healthcheck_result(message["id"], status, error))
 
     threading.Thread(target=_control_loop, args=(control, on_control), daemon=True,
                      name="cogserve-control").start()
-    send = data.send
+    serving = modes.choose(model, trainer, cancels)
     while True:
         message = data.recv()
         if message is None:
             os._exit(0)
-        kind = message.get(protocol.KIND)
-        if kind == ToWorker.BATCH:
-            from cogserve.worker import batch as batching  # a @batch model's only
-
-            batch = batching.Batch(message["items"], data, router, cancels, downloads)
-            batching.run_sync(model, batch, cancels)
-        elif kind == ToWorker.PREDICT:
-            job = predict.Job(message, send, router, cancels, downloads)
-            if message.get("mode") == Mode.TRAIN and trainer is not None:
-                if trainer.is_async:
-                    predict.run_async_on_main(trainer, job)
-                else:
-                    predict.run_sync(trainer, job)
-            else:
-                predict.run_sync(model, job)
+        call, mode = serving.call_for(message, data, router, downloads)
+        cancels.begin(call, mode)
+        try:
+            mode.run(call)
+        finally:
+            cancels.end(call)
 
 
 def _control_loop(control: SyncChannel, handle: Any) -> None:
@@ -260,52 +249,24 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     router.fallback.flush()
     control.send(protocol.ready())
 
-    jobs: dict[str, predict.Job] = {}
-    batches: dict[str, batching.Batch] = {}  # member id -> its batch, while it runs
-    send = data.send
     cancels = predict.Cancels()
     downloads = Downloads()
+    serving = modes.choose(model, trainer, cancels)
 
-    def start_batch(message: protocol.Message) -> None:
-        from cogserve.worker import batch as batching  # a @batch model's only
-
-        batch = batching.Batch(message["items"], data, router, cancels, downloads)
-        for job in batch.jobs:
-            batches[job.id] = batch
-        batch.task = loop.create_task(batching.run_async(model, batch))
-        batch.task.add_done_callback(lambda t: _async_batch_done(batches, batch, t))
-
-    def start(message: dict[str, Any]) -> None:
-        if message.get(protocol.KIND) == ToWorker.BATCH:
-            start_batch(message)
-            return
-        job = predict.Job(message, send, router, cancels, downloads)
-        jobs[job.id] = job
-        entry = trainer if message.get("mode") == Mode.TRAIN and trainer is not None else model
-        if entry.is_async:
-            task = loop.create_task(predict.run_async(entry, job))
-        else:  # a sync train() beside an async run()
-            task = loop.create_task(predict.run_sync_threaded(entry, job))
-        job.task = task
-        cancels.take_early(job)
-        if job.cancel_requested:
+    def start(message: protocol.Message) -> None:
+        call, mode = serving.call_for(message, data, router, downloads)
+        cancels.begin(call, mode)
+        coroutine = mode.run(call)
+        assert coroutine is not None  # an async worker's modes give the task's coroutine
+        call.task = task = loop.create_task(coroutine)
+        if call.cancel_requested:  # a cancel that came before it
             task.cancel()
-        task.add_done_callback(lambda t: _async_job_done(jobs, job, t))
+        task.add_done_callback(lambda t: _task_done(cancels, call, t))
 
     def on_control(message: protocol.Message) -> None:
         kind = message.get(protocol.KIND)
         if kind == ToWorker.CANCEL:
-            job = jobs.get(message["id"])
-            batch = batches.get(message["id"])
-            if batch is not None:
-                if batch.cancel_member(message["id"]) and batch.task is not None:
-                    batch.task.cancel()
-            elif job is not None and job.task is not None:
-                job.cancel_requested = True
-                job.stop_transfers()
-                job.task.cancel()
-            elif job is None:
-                cancels.remember_early(message["id"])
+            cancels.cancel(message["id"])
         elif kind == ToWorker.HEALTHCHECK:
             loop.create_task(_healthcheck_async(model, control, message["id"]))
 
@@ -321,23 +282,10 @@ async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
     await asyncio.Event().wait()
 
 
-def _async_job_done(jobs: dict[str, predict.Job], job: predict.Job,
-                    task: asyncio.Task[Any]) -> None:
-    jobs.pop(job.id, None)
-    if task.cancelled():
-        # cancelled before its first step: the coroutine never ran, so nothing else
-        # will tell the parent, which would wait for the grace-period kill
-        job.send(protocol.cancelled(job.id))
-
-
-def _async_batch_done(batches: dict[str, batching.Batch], batch: batching.Batch,
-                      task: asyncio.Task[Any]) -> None:
-    for job in batch.jobs:
-        batches.pop(job.id, None)
+def _task_done(cancels: predict.Cancels, call: modes.Call, task: asyncio.Task[Any]) -> None:
+    cancels.end(call)
     if task.cancelled():  # before its first step: nothing else tells the parent
-        for job in batch.jobs:
-            job.send(protocol.cancelled(job.id))
-        batch.cleanup()
+        call.never_ran()
 
 
 async def _healthcheck_async(model: LoadedModel, control: SyncChannel, hid: Any) -> None:

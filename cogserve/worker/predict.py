@@ -10,10 +10,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import pathlib
-import shutil
 import signal
-import sys
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -45,7 +42,7 @@ class BatchCall(Protocol):
     cancel_raised: bool
     cancel_deferred: bool
 
-    def owns(self, prediction_id: str) -> bool: ...
+    def members(self) -> list[str]: ...
 
     def cancel_member(self, prediction_id: str) -> bool: ...
 
@@ -85,6 +82,11 @@ class Job:
         if self.cancel_requested:  # a cancel that came before: stop them at once
             self.transfers.stop(StopReason.CANCEL)
         return self.transfers
+
+    def never_ran(self) -> None:
+        """Its task was cancelled before its first step: the coroutine never ran, so
+        nothing else will tell the parent, which would wait for the grace-period kill."""
+        self.send(protocol.cancelled(self.id))
 
     def stop_transfers(self) -> None:
         """A cancel: downloads in progress stop now, not when they are complete."""
@@ -128,9 +130,9 @@ class Job:
             return
         if self.files_sent:
             protocol.hand_over_folder(message, str(self._tmpdir))
+            self._tmpdir = None
         else:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-        self._tmpdir = None
+            self._drop_folder()
 
     def _log(self, source: str, data: str) -> None:
         self.send(protocol.log(self.id, source, data))
@@ -157,9 +159,14 @@ class Job:
     def tmpdir(self) -> pathlib.Path:
         """This prediction's folder (inputs, and the model's tempfile files), made on first use."""
         if self._tmpdir is None:
-            self._tmpdir = pathlib.Path(tempfile.mkdtemp(prefix=protocol.PREDICTION_DIR_PREFIX,
-                                                         dir=tempdirs.base()))
+            self._tmpdir = tempdirs.take()
         return self._tmpdir
+
+    def _drop_folder(self) -> None:
+        """Empty the folder for reuse (`tempdirs.release`); this job has none after."""
+        folder, self._tmpdir = self._tmpdir, None
+        if folder is not None:
+            tempdirs.release(folder)
 
     def bind(self) -> tuple[Any, Any, Any]:
         """Route this context's logs, metrics and tempfile folder to this prediction."""
@@ -187,8 +194,7 @@ class Job:
                 handle.close()
             except Exception:  # noqa: BLE001 - best effort
                 pass
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        self._drop_folder()
 
     def fail(self, exc: BaseException, raised_in: RaisedIn | None = None) -> None:
         """End the prediction as failed. An exception of the model's own (`raised_in`
@@ -223,14 +229,22 @@ _CRITICAL_FILES = frozenset({ipc.__file__, logs.__file__})
 _EARLY_CANCEL_TTL = 5.0
 
 
+class Interrupter(Protocol):
+    """What stops a running call for a cancel: its serving mode (`worker/modes.py`)."""
+
+    def interrupt(self, call: Any, prediction_id: str) -> None: ...
+
+
 class Cancels:
     """The worker's cancel bookkeeping, one per worker (made where it starts serving):
-    the job running on the main thread (the one SIGUSR1 interrupts), cancels that beat
-    their predict message (two sockets), and the ids that just ended (so a late cancel
-    is not kept for a new prediction that reuses the id)."""
+    the calls running and their modes (`cancel` asks the mode), the job running on the
+    main thread (the one SIGUSR1 interrupts), cancels that beat their predict message
+    (two sockets), and the ids that just ended (so a late cancel is not kept for a new
+    prediction that reuses the id)."""
 
     def __init__(self) -> None:
         self.current: Job | BatchCall | None = None  # the sync job (or batch) on the main thread
+        self._running: dict[str, tuple[Any, Interrupter]] = {}  # prediction id -> call, mode
         self._early: dict[str, float] = {}  # id -> when
         self._finished: OrderedDict[str, float] = OrderedDict()  # id -> when, oldest first
         self._finished_lock = threading.Lock()  # threaded sync train() jobs end off-loop
@@ -244,7 +258,7 @@ class Cancels:
         if job is None or not job.cancel_requested or not job.in_user_code \
                 or job.cancel_raised:
             return
-        if _in_critical_section(frame):
+        if in_critical_section(frame):
             # mid-write of a frame to the parent (a print, a log line): raising here would
             # cut the frame in half and corrupt the channel. The redeliver thread signals
             # again once the write is done.
@@ -253,33 +267,32 @@ class Cancels:
         job.cancel_raised = True
         raise CancelationException()
 
-    def cancel_sync(self, prediction_id: str) -> None:
-        """Called from the control thread: interrupt the main thread's run() if it is ours."""
-        current = self.current
-        if current is None or not self._cancel_current(current, prediction_id):
-            self.remember_early(prediction_id)
-            current = self.current  # it may have started meanwhile
-            if current is not None:
-                self._cancel_current(current, prediction_id)
+    def begin(self, call: Job | BatchCall, mode: Interrupter) -> None:
+        """`call` starts under `mode` (its members, for a batch, whose own early
+        cancels `Batch.prepare` takes); a cancel that came before a Job applies now."""
+        if isinstance(call, Job):
+            self._running[call.id] = (call, mode)
+            self.take_early(call)
+        else:
+            for member in call.members():
+                self._running[member] = (call, mode)
 
-    def _cancel_current(self, current: Job | BatchCall, prediction_id: str) -> bool:
-        """Cancel `prediction_id` if the main thread runs it (alone or in a batch)."""
-        if not isinstance(current, Job):
-            if not current.owns(prediction_id):
-                return False
-            if current.cancel_member(prediction_id) and current.in_user_code:
-                self.interrupt(current)
-            return True
-        if current.id != prediction_id:
-            return False
-        current.cancel_requested = True
-        current.stop_transfers()
-        if current.task is not None and current.loop is not None:
-            # an async train() on the main thread
-            current.loop.call_soon_threadsafe(current.task.cancel)
-        elif current.in_user_code:
-            self.interrupt(current)
-        return True
+    def end(self, call: Job | BatchCall) -> None:
+        for member in [call.id] if isinstance(call, Job) else call.members():
+            self._running.pop(member, None)
+
+    def cancel(self, prediction_id: str) -> None:
+        """The one way a cancel from the parent is handled, in both kinds of worker: the
+        mode of the call that runs it interrupts it; a cancel that overtook its
+        prediction (two sockets) is kept for it."""
+        entry = self._running.get(prediction_id)
+        if entry is None:
+            self.remember_early(prediction_id)
+            entry = self._running.get(prediction_id)  # it may have started meanwhile
+            if entry is None:
+                return
+        call, mode = entry
+        mode.interrupt(call, prediction_id)
 
     def interrupt(self, job: Job | BatchCall) -> None:
         """Raise CancelationException in the main thread's run() (signalling again while
@@ -330,7 +343,8 @@ class Cancels:
             job.cancel_requested = True
 
 
-def _in_critical_section(frame: Any) -> bool:
+def in_critical_section(frame: Any) -> bool:
+    """`frame` or a caller is in our code that writes to the parent (see _CRITICAL_FILES)."""
     while frame is not None:
         if frame.f_code.co_filename in _CRITICAL_FILES:
             return True
@@ -353,11 +367,8 @@ def enter_user(job: Job | BatchCall) -> None:
         raise CancelationException()
 
 
-def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
-    cancels = job.cancels
-    if main_thread:
-        cancels.current = job
-        cancels.take_early(job)
+def run_sync(model: LoadedModel, job: Job) -> None:
+    """A sync run(): on the main thread (`modes.Single`) or a thread (`modes.Threaded`)."""
     tokens = job.bind()
     started = time.perf_counter()
     spec = model.signature.output
@@ -403,8 +414,6 @@ def run_sync(model: LoadedModel, job: Job, main_thread: bool = True) -> None:
             job.fail(exc, raised_in)
     finally:
         job.in_user_code = False
-        if main_thread:
-            cancels.current = None
         job.unbind(tokens)
 
 
@@ -466,78 +475,6 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         job.fail(exc, raised_in)
     finally:
         job.unbind(tokens)
-
-
-# ---------------------------------------------------------------- mixed entry points
-# run() and train() need not agree on async: the worker serves the way run() needs,
-# and a train() of the other kind runs as below.
-
-
-def run_async_on_main(model: LoadedModel, job: Job) -> None:
-    """An async train() in a sync worker: a loop of its own on the main thread.
-
-    The control thread cancels it with `task.cancel()` through the loop.
-    """
-    import asyncio
-
-    async def main() -> None:
-        job.loop = asyncio.get_running_loop()
-        job.task = asyncio.current_task()
-        if job.cancel_requested:
-            job.task.cancel()  # type: ignore[union-attr]
-        await run_async(model, job)
-
-    cancels = job.cancels
-    cancels.current = job
-    cancels.take_early(job)
-    try:
-        asyncio.run(main())
-    finally:
-        cancels.current = None
-
-
-async def run_sync_threaded(model: LoadedModel, job: Job) -> None:
-    """A sync train() in an async worker: it runs in a thread of its own.
-
-    Signals reach only the main thread (the event loop), so a cancel is raised in that
-    thread between bytecodes instead: it stops Python code, not a blocking call; the
-    parent's grace period (COGSERVE_CANCEL_TIMEOUT) covers the rest.
-    """
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    done = loop.run_in_executor(None, _run_in_thread, model, job)
-    while True:
-        try:
-            await asyncio.shield(done)
-            return
-        except asyncio.CancelledError:
-            job.cancel_requested = True
-            await _raise_in_thread(job)
-
-
-def _run_in_thread(model: LoadedModel, job: Job) -> None:
-    job.thread_id = threading.get_ident()
-    try:
-        run_sync(model, job, main_thread=False)
-    finally:
-        job.thread_id = None
-
-
-async def _raise_in_thread(job: Job) -> None:
-    import asyncio
-    import ctypes
-
-    while job.thread_id is not None and not job.cancel_raised:
-        if not job.in_user_code:  # enter_user raises at the next step into user code
-            return
-        frame = sys._current_frames().get(job.thread_id)
-        if frame is not None and not _in_critical_section(frame):
-            job.cancel_raised = True
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(job.thread_id), ctypes.py_object(CancelationException))
-            return
-        await asyncio.sleep(0.02)
 
 
 def has_files(model: LoadedModel) -> bool:

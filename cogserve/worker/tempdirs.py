@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextvars
 import os
 import pathlib
+import shutil
 import tempfile
 from collections.abc import Callable
+
+from cogserve import protocol
 
 Folder = Callable[[], pathlib.Path]
 
@@ -27,6 +30,39 @@ _original = tempfile.gettempdir
 def base() -> str:
     """The worker's own TMPDIR: where a folder factory must create its folder."""
     return _original()
+
+
+_KEEP = 64  # empty folders kept for reuse: a batch of 32 takes 32 at once
+_free: list[pathlib.Path] = []  # list.append/pop are atomic: threads may share it
+
+
+def take() -> pathlib.Path:
+    """A folder for one prediction: an emptied one that an earlier prediction left, or
+    a new one. Reuse saves a mkdir and the rmtree walk per prediction with a file input
+    (on the bench's ext4, 0.4-1 ms of the worker's CPU per prediction, issue 35)."""
+    try:
+        return _free.pop()
+    except IndexError:
+        return pathlib.Path(tempfile.mkdtemp(prefix=protocol.PREDICTION_DIR_PREFIX, dir=base()))
+
+
+def release(folder: pathlib.Path) -> None:
+    """A prediction is over: remove its files, and keep the folder for the next one. A
+    folder that holds a folder (the model's own), or that cannot be emptied, is removed
+    whole instead, as is one past the number kept."""
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    raise IsADirectoryError(entry.path)
+                os.unlink(entry.path)
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    if len(_free) < _KEEP:
+        _free.append(folder)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _gettempdir() -> str:

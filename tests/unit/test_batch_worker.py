@@ -14,6 +14,7 @@ from cogserve import protocol
 from cogserve.loader import LoadedModel, load_model
 from cogserve.protocol import FromWorker, Mode
 from cogserve.worker import batch as batching
+from cogserve.worker import modes
 from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogTarget, RoutedStream, Router
 from cogserve.worker.predict import Cancels
@@ -53,6 +54,16 @@ class Channel:
         return [message for write in self.writes for message in write]
 
 
+def call_batch(loaded: LoadedModel, batch: batching.Batch, cancels: Cancels) -> None:
+    """As a sync worker's loop runs a BATCH message (`worker/main.py`)."""
+    mode = modes.Batched(loaded, cancels, on_main=True)
+    cancels.begin(batch, mode)
+    try:
+        mode.run(batch)
+    finally:
+        cancels.end(batch)
+
+
 def run_batch(loaded: LoadedModel, values: list[int],
               channel: Channel | None = None) -> list[protocol.Message]:
     channel = channel or Channel()
@@ -60,8 +71,7 @@ def run_batch(loaded: LoadedModel, values: list[int],
     sys.stdout = RoutedStream("stdout", router)  # as the worker's capture_output does
     items = [protocol.predict(f"p{i}", {"x": v}, Mode.PREDICT) for i, v in enumerate(values)]
     loaded.instance.cancels = cancels  # the model plays the control thread in one test
-    batching.run_sync(loaded, batching.Batch(items, channel, router, cancels, downloads),
-                      cancels)
+    call_batch(loaded, batching.Batch(items, channel, router, cancels, downloads), cancels)
     assert cancels.current is None
     return channel.sent()
 
@@ -130,7 +140,7 @@ def test_a_list_that_breaks_the_contract_fails_every_member(
 def test_a_member_cancelled_during_the_call_ends_cancelled_and_the_others_complete(
         tmp_path: pathlib.Path) -> None:
     loaded = model(tmp_path, """
-        self.cancels.cancel_sync("p1")  # what the control thread does on a cancel
+        self.cancels.cancel("p1")  # what the control thread does on a cancel
         print("after the cancel")
         return [v + 1 for v in x]
         """)
@@ -151,8 +161,7 @@ def test_a_cancel_before_the_call_leaves_the_member_out(tmp_path: pathlib.Path) 
     router, cancels, downloads = Router(LogTarget(lambda s, d: None)), Cancels(), Downloads()
     cancels.remember_early("p0")  # a cancel that overtook the batch message
     items = [protocol.predict(f"p{i}", {"x": i}, Mode.PREDICT) for i in range(3)]
-    batching.run_sync(loaded, batching.Batch(items, channel, router, cancels, downloads),
-                      cancels)
+    call_batch(loaded, batching.Batch(items, channel, router, cancels, downloads), cancels)
     ends = terminal(channel.sent())
     assert ends["p0"][protocol.KIND] == FromWorker.CANCELLED
     assert (ends["p1"]["output"], ends["p2"]["output"]) == (2, 2)  # a call of two

@@ -20,7 +20,7 @@ from .test_runtime_core import done, ended, in_service
 LIMITS = (3, 0.05)  # max_size, max_wait
 
 
-def test_a_full_batch_leaves_at_once_and_a_lone_one_after_max_wait(
+def test_a_full_batch_leaves_at_once_and_one_that_follows_a_batch_waits_max_wait(
         tmp_path: pathlib.Path) -> None:
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
@@ -33,10 +33,33 @@ def test_a_full_batch_leaves_at_once_and_a_lone_one_after_max_wait(
         loop = asyncio.get_running_loop()
         created = loop.time()
         service.create(PredictionRequest({"n": 1}, id="d"))
-        assert worker.batches() == [["a", "b", "c"]]  # it waits for company
+        assert worker.batches() == [["a", "b", "c"]]  # just after a batch: it waits for company
         await until(lambda: len(worker.batches()) == 2)
         assert worker.batches()[1] == ["d"]
         assert loop.time() - created >= LIMITS[1] * 0.9
+
+    in_service(tmp_path, body)
+
+
+def test_a_lone_prediction_on_an_idle_model_leaves_at_once(tmp_path: pathlib.Path) -> None:
+    """Issue 35: nobody just answered can join it, so waiting would only add latency."""
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        loop = asyncio.get_running_loop()
+        created = loop.time()
+        # no batch ended, no window open
+        a = service.create(PredictionRequest({"n": 1}, id="a"))
+        await until(lambda: worker.batches() == [["a"]])
+        assert loop.time() - created < LIMITS[1]  # one turn of the loop, not max_wait
+        worker.data(done("a"))
+        assert await ended(a) is Status.SUCCEEDED
+        idle_from = loop.time()
+        await until(lambda: loop.time() - idle_from > LIMITS[1])  # idle past max_wait
+        created = loop.time()
+        service.create(PredictionRequest({"n": 1}, id="b"))
+        await until(lambda: worker.batches() == [["a"], ["b"]])
+        assert loop.time() - created < LIMITS[1]
 
     in_service(tmp_path, body)
 
@@ -78,7 +101,7 @@ def test_with_a_queue_every_prediction_waits_in_it_and_a_full_one_is_429(
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(batch=LIMITS)
-        service.create(PredictionRequest({"n": 1}, id="a"))  # even with the slot free: it waits
+        service.create(PredictionRequest({"n": 1}, id="a"))  # in the queue, even with the slot free
         with pytest.raises(QueueFull):
             service.create(PredictionRequest({"n": 1}, id="b"))
         await until(lambda: worker.batches() == [["a"]])

@@ -1,0 +1,42 @@
+"""The work of the CPU proxy of the GPU path: decode one JPEG, keep count of the CPU it took.
+
+The GPU scenario's model decodes a 224x224 JPEG and runs a network on the GPU; on a CPU
+the network is left out, so what remains is the decode (Pillow, ~0.5-1 ms a core) and
+whatever the server spends around it. Each run() measures its own CPU (this thread's
+`time.thread_time()` around the decodes) into `Meter`, so the bench can subtract the
+model's work from the process's and see the server's overhead alone. Shared by the
+unbatched and batched cogserve models and the LitServe app.
+"""
+
+import io
+import json
+import os
+import time
+
+from PIL import Image
+
+
+class Meter:
+    """CPU seconds spent decoding in this process, and how many images."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.images = 0
+
+    def decode_files(self, paths: list) -> list[str]:
+        started = time.thread_time()
+        sizes = []
+        for path in paths:
+            with Image.open(path) as image:
+                image.load()
+                sizes.append(f"{image.width}x{image.height}")
+        self.cpu += time.thread_time() - started
+        self.images += len(paths)
+        return sizes
+
+    def decode_bytes(self, blobs: list[bytes]) -> list[str]:
+        return self.decode_files([io.BytesIO(blob) for blob in blobs])
+
+    def report(self) -> str:
+        """What a `stats` request answers: this process, its decode CPU and count."""
+        return json.dumps({"pid": os.getpid(), "run_cpu_s": self.cpu, "images": self.images})

@@ -1,0 +1,60 @@
+"""Write a `data:` URL file input into its prediction's folder, in the calling thread.
+
+A data URL needs no network, so it needs none of what a download does (a pool thread,
+the prediction's Transfers and its deadline timer, urllib): decoding it where run()'s
+inputs are prepared saved the worker a thread start and two thread hand-offs per file
+input (issue 35). `files.Fetcher.fetch` hands data URLs here too.
+Standard library only, and no urllib.request: a worker that gets a data URL imports this.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import mimetypes
+import os
+import pathlib
+import urllib.parse
+
+from cogserve.exceptions import FetchError
+
+
+def write(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathlib.Path:
+    """Decode `url` (a data: URL) into a new file in the folder `dest`; its path.
+
+    The file is named `input` (`input.N` for item N of a list) with the extension of
+    the URL's media type, as a download without a name is."""
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise FetchError(f"input {label}: malformed data URL (no comma)")
+    parts = header.split(";")
+    try:
+        if "base64" in parts[1:]:
+            data = base64.b64decode(payload, validate=True)
+        else:
+            data = urllib.parse.unquote_to_bytes(payload)
+    except (binascii.Error, ValueError) as exc:
+        raise FetchError(f"input {label}: malformed data URL: {exc}") from None
+    name = (f"input.{index}" if index is not None else "input") + extension(parts[0])
+    target = unique(dest, name)
+    with open(target, "wb") as out:
+        out.write(data)
+    return target
+
+
+@functools.lru_cache(maxsize=64)
+def extension(mime: str) -> str:
+    """The file extension of a media type ('' if unknown); `text/plain` when empty."""
+    return mimetypes.guess_extension(mime or "text/plain") or ""
+
+
+def unique(dest: pathlib.Path, name: str) -> pathlib.Path:
+    """`dest/name`, or `stem.N.suffix` for the first N not taken."""
+    target = dest / name
+    n = 1
+    while target.exists():
+        stem, suffix = os.path.splitext(name)
+        target = dest / f"{stem}.{n}{suffix}"
+        n += 1
+    return target
