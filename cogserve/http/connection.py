@@ -21,8 +21,8 @@ re-armed only when it fires (a phase that needs no watch just marks it idle), so
 normal request pays a few integer additions and no timer of its own.
 
 What uvicorn gives it, and all it relies on: the constructor's arguments (`config`,
-`server_state`, `app_state`, as uvicorn's Server passes them to the class given as
-`http=`), `Config`'s settings (`loaded_app`, `timeout_keep_alive`, `root_path`), and
+`server_state`, `app_state` and `_loop`, the keywords uvicorn's Server passes to the
+class given as `http=`), `Config`'s settings (`loaded_app`, `timeout_keep_alive`, `root_path`), and
 `ServerState`'s `connections` and `tasks` (which uvicorn's shutdown waits on; it calls
 `shutdown()` on each connection), `default_headers` (Date, made once a second) and
 `total_requests` (for `--limit-max-requests`). No name of uvicorn's HTTP protocols is
@@ -67,11 +67,13 @@ def connection_class(limits: ConnectionLimits) -> type[HttpConnection]:
 class HttpConnection(asyncio.Protocol):
     limits = ConnectionLimits()
 
-    def __init__(self, config: Config, server_state: ServerState,
-                 app_state: dict[str, Any]) -> None:
+    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        # `_loop`: uvicorn's Server passes it (None but for its own tests) to every class
+        # given as `http=`, since 0.30
         if not config.loaded:
             config.load()
-        self.loop = asyncio.get_running_loop()
+        self.loop = _loop or asyncio.get_running_loop()
         self.parser = httptools.HttpRequestParser(self)
         try:  # answer the first of pipelined requests whose last one closes the connection
             self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
