@@ -118,8 +118,7 @@ class HttpConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------ the connection
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.server_state.connections.add(self)  # type: ignore[arg-type]
         self.transport = transport
         self.flow = FlowControl(transport)
