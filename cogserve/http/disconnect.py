@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 from cogserve.http.asgi import Receive
-from cogserve.http.protocol import Cycle
+from cogserve.http.cycle import Cycle
 from cogserve.runtime.errors import UnknownPrediction
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.service import Service

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from cogserve.http.asgi import Receive, Scope, Send
-from cogserve.http.protocol import Cycle
+from cogserve.http.cycle import Cycle
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # the scope key under which a route leaves the prediction a request made or named, for

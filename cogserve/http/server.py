@@ -19,20 +19,12 @@ import uvicorn
 
 from cogserve.heap import keep_freed_memory
 from cogserve.http.asgi import ASGIApp
-from cogserve.http.protocol import ConnectionLimits, protocol_class
+from cogserve.http.connection import connection_class
+from cogserve.http.limits import ConnectionLimits
 from cogserve.runtime.service import Service
 from cogserve.states import Health
 
 log = logging.getLogger("cogserve")
-
-
-def _not_advice_to_install_websockets(record: logging.LogRecord) -> bool:
-    """uvicorn follows its "Unsupported upgrade request." with advice to install a
-    WebSocket library; with `ws="none"` chosen, the advice is wrong: drop that line."""
-    return not record.getMessage().startswith("No supported WebSocket library")
-
-
-logging.getLogger("uvicorn.error").addFilter(_not_advice_to_install_websockets)
 
 
 class _Server(uvicorn.Server):
@@ -67,7 +59,7 @@ async def serve(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, 
         # ws="none": no route speaks WebSocket, and uvicorn's "auto" imported the websockets
         # package at every start (~13 ms of a ~290 ms cold start)
         app, host=host, port=port, loop="none", lifespan="on", ws="none",
-        http=protocol_class(ConnectionLimits.from_env()),  # httptools with head limits
+        http=connection_class(ConnectionLimits.from_env()),  # cogserve's own HTTP/1.1
         log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
         server_header=False, date_header=True,
     )

@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import Message, Receive, Scope, Send
-from cogserve.http.protocol import Cycle
+from cogserve.http.cycle import Cycle
 from cogserve.http.responses import PREDICTION_KEY
 from cogserve.http.routing import ROUTE_KEY
 from cogserve.log_writer import sole_handler

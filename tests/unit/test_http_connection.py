@@ -1,5 +1,5 @@
-"""The HTTP protocol's request cycle (`cogserve.http.protocol`), in process: a fake
-transport, uvicorn's real Config and ServerState, bytes in and bytes out."""
+"""The HTTP connection and its request cycle (`cogserve.http.connection`, `.cycle`), in
+process: a fake transport, uvicorn's real Config and ServerState, bytes in and bytes out."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 import uvicorn
 from uvicorn.server import ServerState
 
-from cogserve.http.protocol import ConnectionLimits, protocol_class
+from cogserve.http.connection import connection_class
+from cogserve.http.limits import ConnectionLimits
 
 from .helpers import run
 
@@ -62,7 +63,7 @@ def connect(app: Any = echo, keep_alive: float = 5.0,
                             forwarded_allow_ips="127.0.0.1", access_log=False)
     state = ServerState()
     state.default_headers = DATE
-    protocol = protocol_class(limits or ConnectionLimits())(config, state, {})
+    protocol = connection_class(limits or ConnectionLimits())(config, state, {})
     transport = Transport()
     protocol.connection_made(transport)
     return protocol, transport
