@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> None:
                        help="`serve` (what SageMaker's `docker run IMAGE serve` appends to an "
                             "image's entrypoint): the same as --sagemaker")
     serve.add_argument("-p", "--port", type=int, default=None,
-                       help=f"port to listen on (default: $PORT, else {port}; with --sagemaker "
-                            "8080; on Vertex AI, AIP_HTTP_PORT)")
+                       help=f"port to listen on ($PORT if set) (default: {port}); 8080 with "
+                            "--sagemaker, AIP_HTTP_PORT on Vertex AI")
     serve.add_argument("--sagemaker", action="store_true",
                        help="also answer SageMaker's GET /ping and POST /invocations (port "
                             "8080 unless -p says otherwise)")
