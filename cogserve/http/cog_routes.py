@@ -41,7 +41,6 @@ from cogserve.runtime.errors import (
 )
 from cogserve.runtime.found import Evicted, Finished, Queued, Running, Stored
 from cogserve.runtime.health import HealthSnapshot
-from cogserve.runtime.history import encoded_frame
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
@@ -343,7 +342,7 @@ async def _respond_stored(send: Send, stored: Stored, respond_async: bool,
     elif wants_sse:
         from cogserve.http.sse import replay_finished
 
-        await replay_finished(send, encoded_frame(b"completed", stored.body), 0)
+        await replay_finished(send, stored.frames, 0)
     else:
         await send_json(send, 202 if respond_async else 200, stored.body)
 

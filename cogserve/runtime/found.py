@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from cogserve.runtime.history import encoded_frame
 from cogserve.runtime.prediction import Prediction
 
 
@@ -48,6 +49,11 @@ class Stored:
     body: bytes  # the prediction object as last written
     status: str
     final: bool  # False: accepted or running on another server (or before a restart)
+
+    @property
+    def frames(self) -> bytes:
+        """What an SSE client gets of a final one: its `completed` event."""
+        return encoded_frame(b"completed", self.body)
 
 
 @dataclass(frozen=True, slots=True)

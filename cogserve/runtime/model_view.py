@@ -16,9 +16,13 @@ class ModelView:
         self.info: ModelInfo | None = None  # None until a worker reported its schema
         self.validators: dict[Mode, InputValidator] = {}
         self.iterators: dict[Mode, bool] = {}  # read per prediction
+        self.streaming = False  # @streaming: SSE replay (attributes: read per prediction)
+        self.has_healthcheck = False
 
     def update(self, model: ModelInfo) -> None:
         self.info = model
+        self.streaming = model.streaming
+        self.has_healthcheck = model.has_healthcheck
         components = model.schema["components"]["schemas"]
         validators = {}
         if "Input" in components:  # not for a train-only model
@@ -33,14 +37,6 @@ class ModelView:
     @property
     def schema(self) -> dict[str, Any] | None:
         return self.info.schema if self.info is not None else None
-
-    @property
-    def streaming(self) -> bool:
-        return self.info is not None and self.info.streaming
-
-    @property
-    def has_healthcheck(self) -> bool:
-        return self.info is not None and self.info.has_healthcheck
 
     @property
     def versions(self) -> dict[str, str]:

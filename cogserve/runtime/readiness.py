@@ -6,6 +6,7 @@ the predictions and the store, for the facade (`Service.status`, `check_acceptin
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from cogserve.runtime.errors import NotReady
 from cogserve.runtime.health import Capacity, HealthSnapshot, QueueView, WorkerView
@@ -19,13 +20,12 @@ from cogserve.states import SERVING, Health
 HEALTH_OF = {state: Health(state.value) for state in WorkerState}
 
 
+@dataclass(slots=True)
 class Readiness:
-    def __init__(self, workers: Workers, predictions: Predictions, store: Store,
-                 queue_size: int) -> None:
-        self._workers = workers
-        self._predictions = predictions
-        self._store = store
-        self._queue_size = queue_size  # --queue-size: 0, no queue the user asked for
+    _workers: Workers
+    _predictions: Predictions
+    _store: Store
+    _queue_size: int  # --queue-size: 0, no queue the user asked for
 
     @property
     def status(self) -> Health:

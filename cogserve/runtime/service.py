@@ -43,7 +43,7 @@ from cogserve.runtime.errors import (
     UnknownPrediction,
 )
 from cogserve.runtime.events import EventBus, RuntimeEvent
-from cogserve.runtime.found import Finished, Found, Queued, Running
+from cogserve.runtime.found import Found, Queued, Running
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import EventHistory
 from cogserve.runtime.links import SlotsOf, WorkerReports
@@ -109,6 +109,9 @@ class Service:
         # asked per request, and per metrics scrape: bound once
         self.check_accepting = self._readiness.check_accepting
         self.capacity = self._readiness.capacity
+        # `finished(id, kind)`: a recently finished prediction (or training) as the cache
+        # keeps it, the bytes a sync answer sends (per request: the cache's own get)
+        self.finished = self._store.cache.get
 
     # ------------------------------------------------------------ lifecycle
 
@@ -295,7 +298,7 @@ class Service:
         prediction = Prediction(
             prediction_id,
             model.validators[mode].redact(raw_input),
-            kind=request.kind,
+            kind="training" if mode is Mode.TRAIN else "prediction",
             iterator=model.iterators.get(mode, False),
             webhook=request.webhook,
             webhook_events_filter=request.webhook_events_filter,
@@ -348,11 +351,6 @@ class Service:
     def running(self, prediction_id: str) -> Prediction | None:
         """The queued or running prediction with this id (of either kind)."""
         return self._predictions.get(prediction_id)
-
-    def finished(self, prediction_id: str, kind: str) -> Finished | None:
-        """A recently finished prediction (or training) with this id, as the cache keeps
-        it (the bytes a sync answer sends)."""
-        return self._store.finished(prediction_id, kind)
 
     def holds(self, prediction_id: str) -> bool:
         """This server knows the id: running, queued or recently finished."""

@@ -34,11 +34,11 @@ def test_a_stored_request_comes_back_as_it_was_accepted():
         output_file_prefix="http://up/", context={"traceparent": "00-ab-cd-01"},
         model_context={"k": "v"}, timeout=2.5)
     assert decode_request(encode_request(request)) == (request, True)
-    bare = PredictionRequest()
+    bare = PredictionRequest({})
     assert decode_request(encode_request(bare)) == (bare, True)
     too_big = PredictionRequest({"a": 1}, webhook="http://h/hook")  # the webhook is kept
     assert decode_request(encode_request(too_big, keep_input=False)) == \
-        (PredictionRequest(webhook="http://h/hook"), False)
+        (PredictionRequest({}, webhook="http://h/hook"), False)
 
 
 def test_a_record_that_was_running_ends_failed_saying_why():
@@ -56,13 +56,14 @@ def test_its_terminal_webhook_follows_what_was_pending_and_honours_the_filter():
     recovery = Recovery.__new__(Recovery)  # _terminal_hook needs no service
     pending = [Hook("r1", 10**20, "start", "http://h/hook", b"{}")]
     final = finished_failed(running(PredictionRequest(
-        webhook="http://h/hook", context={"traceparent": "t"})), STOPPED)
+        {}, webhook="http://h/hook", context={"traceparent": "t"})), STOPPED)
     hook = recovery._terminal_hook(final, pending)
     assert hook is not None and hook.seq > pending[0].seq and hook.delivery == "completed"
     assert hook.url == "http://h/hook" and hook.body == final.body
     assert orjson.loads(hook.headers) == {"traceparent": "t"}
     filtered = finished_failed(running(PredictionRequest(
-        webhook="http://h/hook", webhook_events_filter=frozenset({WebhookEvent.START}))), STOPPED)
+        {}, webhook="http://h/hook", webhook_events_filter=frozenset({WebhookEvent.START}))),
+        STOPPED)
     assert recovery._terminal_hook(filtered, []) is None
-    no_hook = finished_failed(running(PredictionRequest()), STOPPED)
+    no_hook = finished_failed(running(PredictionRequest({})), STOPPED)
     assert recovery._terminal_hook(no_hook, []) is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cogserve.runtime.errors import StoreError, StoreUnavailable
-from cogserve.runtime.found import UNKNOWN, Evicted, Finished, Found, Stored
+from cogserve.runtime.found import UNKNOWN, Evicted, Found, Stored
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.store import listing
@@ -51,9 +51,6 @@ class Store:
         failure = self.failure
         if failure is not None:
             raise StoreUnavailable(failure)
-
-    def finished(self, prediction_id: str, kind: str) -> Finished | None:
-        return self.cache.get(prediction_id, kind)
 
     def holds(self, prediction_id: str) -> bool:
         return self.cache.holds(prediction_id)

@@ -18,7 +18,6 @@ its `PredictionRequest` (`runtime/request.py`).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime
 import logging
 import time
@@ -174,7 +173,7 @@ class Recovery:
         recovered ones outnumber them)."""
         assert record.request is not None
         request, _ = decode_request(record.request)
-        request = dataclasses.replace(request, id=record.id)
+        request = request._replace(id=record.id)  # namedtuple's documented copy-with
         service = self.service
         listeners = []
         if request.webhook is not None:
