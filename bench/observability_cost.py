@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cogserve.cli import _Formatter
-from cogserve.config import ModelConfig
+from cogserve.cli.main import _Formatter
 from cogserve.http.app import App
 from cogserve.http.cog_routes import CogRoutes
 from cogserve.http.responses import PREDICTION_KEY
+from cogserve.model.config import ModelConfig
 from cogserve.observability import ObservabilityOptions, build
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.prediction import Prediction

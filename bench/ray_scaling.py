@@ -54,7 +54,7 @@ PARTS = {
     "Ray's proxy": "ray::ProxyActor",
     "HAProxy": "haproxy",
     "replicas": "ray::ServeReplica",
-    "HTTP server": "cogserve.cli serve",
+    "HTTP server": "cogserve.cli.main serve",
     "model workers": "cogserve.worker",
 }
 REST = "the rest"

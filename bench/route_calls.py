@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from cogserve.assembly import build_app, wire
-from cogserve.config import ModelConfig
 from cogserve.http.cog_routes import CogRoutes
+from cogserve.model.config import ModelConfig
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import Settings

@@ -480,9 +480,9 @@ class ColdStartEnv(Scenario):
     def _lookup_ms(self) -> float:
         """What serve adds before starting the worker: import cogserve.envs, read cog.yaml
         and the build spec, hash it (with cogserve's own files), stat the environment."""
-        code = ("import cogserve.cli, cogserve.http.server, cogserve.runtime.service\n"
+        code = ("import cogserve.cli.main, cogserve.http.server, cogserve.runtime.service\n"
                 "import time; t = time.perf_counter()  # what serve imports anyway is not\n"
-                "from cogserve.config import load_config\n"
+                "from cogserve.model.config import load_config\n"
                 "from cogserve.envs import model_env\n"
                 f"e = model_env.for_model(load_config({str(self.model_dir(COGSERVE))!r}))\n"
                 "assert e.find_ready() is not None\n"

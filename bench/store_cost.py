@@ -70,7 +70,7 @@ def in_process(folder: pathlib.Path, redis_url: str) -> None:
     from cogserve.runtime.store.interface import Bounds, FinishedBatch, PredictionStore, Row
     from cogserve.runtime.store.redis_backend import RedisStore
     from cogserve.runtime.store.sqlite_backend import SQLiteStore
-    from cogserve.states import Event
+    from cogserve.wire.states import Event
 
     bounds = Bounds(1000, 64 << 20)
 

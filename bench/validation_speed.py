@@ -17,11 +17,11 @@ import time
 import timeit
 from typing import Literal
 
-from cogserve.runner import Input
-from cogserve.schema import openapi_document
-from cogserve.signature import read_signature
-from cogserve.types import Path
-from cogserve.validation import InputValidator
+from cogserve.model.schema import openapi_document
+from cogserve.model.signature import read_signature
+from cogserve.model.validation import InputValidator
+from cogserve.sdk.runner import Input
+from cogserve.sdk.types import Path
 
 
 def run(

@@ -5,9 +5,9 @@ importable as `cog`, so models written for Cog run unmodified.
 """
 
 from cogserve.exceptions import CancelationException
-from cogserve.runner import BasePredictor, BaseRunner, Input, batch, concurrent, streaming
-from cogserve.scope import current_scope
-from cogserve.types import (
+from cogserve.sdk.runner import BasePredictor, BaseRunner, Input, batch, concurrent, streaming
+from cogserve.sdk.scope import current_scope
+from cogserve.sdk.types import (
     AsyncConcatenateIterator,
     BaseModel,
     ConcatenateIterator,

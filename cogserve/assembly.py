@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cogserve import observability
-from cogserve.config import ModelConfig
+from cogserve.model.config import ModelConfig
 from cogserve.runtime import webhooks
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import ObservabilityOptions, Settings
@@ -38,7 +38,7 @@ DEFAULT_MAX_BODY = 128 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Runtime:
+class Assembled:
     """The service and what `build_service` wired to it that the app needs too."""
 
     service: Service
@@ -57,7 +57,7 @@ def build(config: ModelConfig, settings: Settings, max_body: int = DEFAULT_MAX_B
     return app, runtime.service, stop
 
 
-def build_service(config: ModelConfig, settings: Settings) -> Runtime:
+def build_service(config: ModelConfig, settings: Settings) -> Assembled:
     """The service, not started, wired (`wire`); the store is opened as in `build`."""
     return wire(Service(config, settings, durable=open_durable(config, settings)))
 
@@ -70,7 +70,7 @@ def open_durable(config: ModelConfig, settings: Settings) -> Durable | None:
     return backends.open_durable(settings, settings.model_name or config.default_name())
 
 
-def wire(service: Service) -> Runtime:
+def wire(service: Service) -> Assembled:
     """What the runtime needs before `Service.start`: the webhook senders, the store's
     recovery (an `on_start` hook) and the metrics' subscription to runtime events (the
     first worker start and setup are counted only if it comes first)."""
@@ -85,10 +85,10 @@ def wire(service: Service) -> Runtime:
         service.on_start.append(Recovery(service, service.durable, senders).start)
     metrics = observability.metrics_feed(
         service, service.settings.observability or ObservabilityOptions())
-    return Runtime(service, senders, metrics)
+    return Assembled(service, senders, metrics)
 
 
-def build_app(runtime: Runtime, *, max_body: int, on_shutdown: Callable[[], None]) -> App:
+def build_app(runtime: Assembled, *, max_body: int, on_shutdown: Callable[[], None]) -> App:
     """The ASGI app for `runtime`'s service: routes, features and mounts, all passed in.
     The HTTP stack (uvicorn's protocol included) is imported here, not before."""
     from cogserve.http import security, sse
@@ -134,7 +134,7 @@ def build_app(runtime: Runtime, *, max_body: int, on_shutdown: Callable[[], None
                         *(playground.ASSET_PREFIX + name for name in page.assets))
     # the clouds' contracts, when asked for: SageMaker's (--sagemaker), Vertex AI's (its
     # AIP_* variables)
-    from cogserve.envvars import vertex_routes
+    from cogserve.process.envvars import vertex_routes
 
     vertex = vertex_routes()
     if service.settings.sagemaker or vertex is not None:

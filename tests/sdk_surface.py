@@ -148,7 +148,7 @@ def surface() -> dict[str, Any]:
 
 if __name__ == "__main__":
     if "--cogserve" in sys.argv:
-        from cogserve.loader import install_cog_alias
+        from cogserve.model.loader import install_cog_alias
 
         install_cog_alias()
     json.dump(surface(), sys.stdout, indent=1, sort_keys=True)

@@ -122,7 +122,7 @@ def _get_client(client: httpx.Client, path: str) -> httpx.Response | None:
                       "AIP_PREDICT_ROUTE": "/p"}, 9999),
 ])
 def test_the_port_each_contract_listens_on(monkeypatch, argv, env, port):
-    from cogserve import cli
+    from cogserve.cli import main as cli
 
     for name in ("PORT", "AIP_HTTP_PORT", "AIP_HEALTH_ROUTE", "AIP_PREDICT_ROUTE"):
         monkeypatch.delenv(name, raising=False)

@@ -81,7 +81,7 @@ def test_a_declared_module_that_is_missing_points_at_the_environment(tmp_path):
 def test_import_name_and_package_name_differ():
     import pathlib
 
-    from cogserve.import_hints import missing_module_hint
+    from cogserve.sdk.import_hints import missing_module_hint
 
     folder = pathlib.Path("/nonexistent-model-folder")
     assert missing_module_hint(folder, "cv2").startswith("add `opencv-python`")

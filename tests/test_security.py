@@ -13,7 +13,7 @@ from filehub import FileServer
 from filehub import Receiver as Uploads
 from harness import MODELS, Server
 
-from cogserve.netpolicy import BlockedAddress, URLPolicy, create_connection, is_public
+from cogserve.process.netpolicy import BlockedAddress, URLPolicy, create_connection, is_public
 
 HELLO = MODELS.parent.parent / "examples" / "hello-world"
 TOKEN = "s3cret-token"

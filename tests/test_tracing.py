@@ -108,7 +108,7 @@ def test_without_otel_variables_nothing_of_opentelemetry_is_imported(tmp_path: P
     model = write_model(tmp_path / "plain", MODEL)
     script = (
         "import sys\n"
-        "from cogserve.config import load_config\n"
+        "from cogserve.model.config import load_config\n"
         "from cogserve.assembly import build\n"
         "from cogserve.runtime.settings import Settings\n"
         f"config = load_config({str(model)!r})\n"

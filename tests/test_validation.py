@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from cli_harness import CONTRACT, schema_of
 
-from cogserve.validation import InputValidator
+from cogserve.model.validation import InputValidator
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cogserve.cloud.runtime import CloudRuntime
-from cogserve.envvars import VertexRoutes
+from cogserve.process.envvars import VertexRoutes
 
 if TYPE_CHECKING:
     from cogserve.http.routing import Handler

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cogserve.cli_inputs import InputError
 from cogserve.http import refusals
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.request_document import has_json_type
 from cogserve.http.responses import HTTPError, header, read_body, send_json
+from cogserve.model.verdicts import InputError
 from cogserve.runtime.errors import Refusal
 
 if TYPE_CHECKING:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from cogserve.cli_inputs import check_inputs
 from cogserve.http.disconnect import abandon, wait_or_cancel
-from cogserve.protocol import Mode
+from cogserve.model.verdicts import check_inputs
 from cogserve.runtime.errors import AtCapacity
 from cogserve.runtime.request import PredictionRequest
-from cogserve.states import SERVING, Status
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import SERVING, Status
 
 if TYPE_CHECKING:
     from cogserve.http.asgi import Receive

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cogserve.cli_inputs import InputError
 from cogserve.cloud.answers import errors_answered, health, read_json, refuse
 from cogserve.cloud.runtime import CloudRuntime, outcome
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.responses import send_json
+from cogserve.model.verdicts import InputError
 
 if TYPE_CHECKING:
-    from cogserve.envvars import VertexRoutes
     from cogserve.http.routing import Handler
+    from cogserve.process.envvars import VertexRoutes
 
 
 def routes(runtime: CloudRuntime, max_body: int, paths: VertexRoutes

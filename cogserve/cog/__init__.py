@@ -20,9 +20,9 @@ from cogserve.cog import model as model
 from cogserve.cog import predictor as predictor
 from cogserve.cog import types as types
 from cogserve.exceptions import CancelationException
-from cogserve.runner import batch, concurrent, streaming  # batch: cogserve's addition
-from cogserve.scope import current_scope as _current_scope
-from cogserve.types import Opaque, Tensor
+from cogserve.sdk.runner import batch, concurrent, streaming  # batch: cogserve's addition
+from cogserve.sdk.scope import current_scope as _current_scope
+from cogserve.sdk.types import Opaque, Tensor
 
 from .input import FieldInfo, Input
 from .model import BaseModel

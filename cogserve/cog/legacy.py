@@ -12,7 +12,7 @@ stderr, which is the setup logs. Nothing here is loaded until a model asks for a
 - `OLD_MODULES`: modules that no longer exist (`cog.base_predictor`, `cog.server.scope`),
   made on import by `OldModules`, which the loader's finder calls on a `cog.*` import
   nothing else found.
-A `cog.BaseModel` written by pydantic's rules is `cogserve/pydantic_style.py`'s.
+A `cog.BaseModel` written by pydantic's rules is `cogserve/sdk/pydantic_style.py`'s.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from typing import Any
 
 
 def _weights() -> object:
-    from cogserve.types import File, Path
+    from cogserve.sdk.types import File, Path
 
     return File | Path | str  # its old definition: Union[File, Path, str]
 
 
 def _get_filename_from_urlopen(resp: Any) -> str:
     """The name of a urlopen() response's file: its final URL's last part."""
-    from cogserve.types import get_filename
+    from cogserve.sdk.types import get_filename
 
     return get_filename(resp.geturl())
 
@@ -49,7 +49,7 @@ Entry = tuple[str, Callable[[], object]]
 OLD_NAMES: dict[str, dict[str, Entry]] = {
     "cog.types": {
         "Weights": ("`Path | str` (setup(weights) gets COG_WEIGHTS as a str)", _weights),
-        "Input": ("`from cog import Input`", _attr("cogserve.runner", "Input")),
+        "Input": ("`from cog import Input`", _attr("cogserve.sdk.runner", "Input")),
         "ExperimentalFeatureWarning": (
             "nothing: remove it and its `warnings.filterwarnings(...)` calls",
             _attr("cogserve.cog", "ExperimentalFeatureWarning")),
@@ -61,7 +61,7 @@ OLD_NAMES: dict[str, dict[str, Entry]] = {
 # old module -> (replacement, or None for a package only there for its modules; its names)
 OLD_MODULES: dict[str, tuple[str | None, dict[str, Callable[[], object]]]] = {
     "cog.base_predictor": ("`from cog import BasePredictor` (or BaseRunner)", {
-        "BasePredictor": _attr("cogserve.runner", "BasePredictor")}),
+        "BasePredictor": _attr("cogserve.sdk.runner", "BasePredictor")}),
     "cog.server": (None, {}),
     "cog.server.scope": ("`from cog import current_scope`", {
         "current_scope": _attr("cogserve.cog", "current_scope"),

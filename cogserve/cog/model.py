@@ -1,5 +1,5 @@
 """`cog.model`: BaseModel, for structured outputs."""
 
-from cogserve.types import BaseModel
+from cogserve.sdk.types import BaseModel
 
 __all__ = ["BaseModel"]

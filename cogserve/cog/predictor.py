@@ -6,10 +6,10 @@ import pathlib
 from collections.abc import Callable
 from typing import Any
 
-from cogserve.runner import BasePredictor, BaseRunner
-from cogserve.runner import cog_weights as _cog_weights
-from cogserve.runner import weights_argument as _weights_argument
-from cogserve.types import Path
+from cogserve.sdk.runner import BasePredictor, BaseRunner
+from cogserve.sdk.runner import cog_weights as _cog_weights
+from cogserve.sdk.runner import weights_argument as _weights_argument
+from cogserve.sdk.types import Path
 
 __all__ = ["BasePredictor", "BaseRunner", "Path", "extract_setup_weights",
            "has_setup_weights", "load_predictor_from_ref"]
@@ -19,7 +19,7 @@ def load_predictor_from_ref(ref: str) -> BaseRunner | Callable[..., Any]:
     """The runner a `file.py:Name` reference names (relative to the working directory),
     instantiated if it is a class; without `:Name`, its `Runner`, else its `Predictor`."""
     from cogserve.exceptions import DefinitionError
-    from cogserve.model_import import import_target
+    from cogserve.sdk.model_import import import_target
 
     target, sep, name = ref.partition(":")
     module = import_target(target, pathlib.Path.cwd(), ref)

@@ -1,7 +1,7 @@
 """`cog.types`: the value types a model declares, and the helpers Cog keeps beside them;
 older SDKs' names of this module (`Weights`, ...) come from `cogserve.cog.legacy`."""
 
-from cogserve.types import (
+from cogserve.sdk.types import (
     FILENAME_ILLEGAL_CHARS,
     FILENAME_MAX_LENGTH,
     AsyncConcatenateIterator,

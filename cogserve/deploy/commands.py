@@ -7,10 +7,10 @@ import math
 import sys
 from collections.abc import Callable
 
-from cogserve.config import load_config
 from cogserve.deploy import DEFAULT_PORT
 from cogserve.deploy.ray_routing import Ingress
-from cogserve.envvars import env_float
+from cogserve.model.config import load_config
+from cogserve.process.envvars import env_float
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]

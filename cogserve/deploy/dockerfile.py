@@ -18,10 +18,10 @@ import shlex
 from dataclasses import dataclass
 
 import cogserve
-from cogserve.config import ModelConfig
 from cogserve.deploy import APP_DIR, APP_UID, DEFAULT_PORT, READY_PATH
 from cogserve.envs.spec import BuildSpec, parse_build
 from cogserve.exceptions import DefinitionError
+from cogserve.model.config import ModelConfig
 
 DEFAULT_PYTHON = "3.11"
 ENV_DIR = "/opt/cogserve/envs"  # COGSERVE_ENV_DIR: model environments, owned by the app user

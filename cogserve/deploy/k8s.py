@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from cogserve.config import ModelConfig
 from cogserve.deploy import APP_UID, DEFAULT_PORT, KSERVE_PORT, LIVE_PATH, READY_PATH
 from cogserve.exceptions import DefinitionError
+from cogserve.model.config import ModelConfig
 
 DEFAULT_DRAIN_SECONDS = 30  # the default drain deadline the pod is given to finish work
 PRESTOP_SECONDS = 5  # endpoints are removed asynchronously: keep serving that long first

@@ -22,12 +22,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from cogserve.config import load_config
 from cogserve.deploy import DEFAULT_PORT
 from cogserve.deploy.ray_routing import Ingress
-from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
-from cogserve.protocol import Mode
+from cogserve.model.config import load_config
+from cogserve.process.envvars import env_int, env_port, env_text
+from cogserve.wire.protocol import Mode
 
 APP_NAME = "cogserve"
 START_ATTEMPTS = 3

@@ -16,7 +16,7 @@ from ray.serve.request_router import PendingRequest, RequestRouter, RunningRepli
 
 from cogserve.deploy.ray_forward import FORWARDED, Forwarder, Peers
 from cogserve.deploy.ray_routing import ID_MARKERS, Homes, Ingress, prediction_id, replica_tag
-from cogserve.states import Health
+from cogserve.wire.states import Health
 
 if TYPE_CHECKING:
     from cogserve.runtime.service import Service
@@ -117,8 +117,8 @@ class CogserveReplica:
     async def __init__(self, directory: str, predictor: str | None,  # type: ignore[misc]
                        model_name: str | None, ingress: Ingress) -> None:  # Ray awaits it
         from cogserve import assembly
-        from cogserve.config import load_config
-        from cogserve.envvars import env_text
+        from cogserve.model.config import load_config
+        from cogserve.process.envvars import env_text
         from cogserve.runtime import settings as runtime_settings
 
         config = load_config(directory, predictor)

@@ -23,7 +23,7 @@ import httpx2
 from cogserve.deploy.ray_routing import Homes
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.responses import send_json
-from cogserve.states import Status
+from cogserve.wire.states import Status
 
 FORWARDED = b"x-cogserve-forwarded"  # set on a forwarded request: its receiver serves it
 REFRESH_SECONDS = 1.0  # how old the list of replicas may be before a lookup refreshes it

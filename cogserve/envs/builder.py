@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from cogserve.envs import certs, selfwheel
+from cogserve.envs.env_cache import EnvStore
 from cogserve.envs.spec import MIN_PYTHON, BuildSpec, normalise
-from cogserve.envs.store import EnvStore
-from cogserve.lifeline import die_with_parent
+from cogserve.process.lifeline import die_with_parent
 
 LineSink = Callable[[str], None]
 

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cogserve.envvars import env_text
+from cogserve.process.envvars import env_text
 
 VARIABLE = "COG_CA_CERT"
 

@@ -10,12 +10,12 @@ import argparse
 import datetime
 import sys
 
-from cogserve import interrupt
-from cogserve.config import load_config
 from cogserve.envs import system
 from cogserve.envs.builder import EnvBuildError
+from cogserve.envs.env_cache import EnvStore
 from cogserve.envs.model_env import ModelEnvironment, build_spec
-from cogserve.envs.store import EnvStore
+from cogserve.model.config import load_config
+from cogserve.process import interrupt
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -14,11 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cogserve.config import ModelConfig
 from cogserve.envs import selfwheel, system
+from cogserve.envs.env_cache import MARKER, EnvStore
 from cogserve.envs.spec import MIN_PYTHON, BuildSpec, parse_build
-from cogserve.envs.store import MARKER, EnvStore
-from cogserve.envvars import env_switch
+from cogserve.model.config import ModelConfig
+from cogserve.process.envvars import env_switch
 
 log = logging.getLogger("cogserve")
 

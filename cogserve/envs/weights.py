@@ -32,9 +32,9 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from cogserve.config import ModelConfig
-from cogserve.envvars import env_store_root
 from cogserve.exceptions import DefinitionError
+from cogserve.model.config import ModelConfig
+from cogserve.process.envvars import env_store_root
 
 log = logging.getLogger("cogserve")
 

@@ -19,10 +19,10 @@ from cogserve.http.asgi import ASGIApp, Receive, Scope, Send
 from cogserve.http.cog_routes import CogRoutes, refusal_response
 from cogserve.http.responses import HTTPError, PlainError, RequestError, send_json, send_plain
 from cogserve.http.routing import ANY, NOT_FOUND, ROUTE_KEY, Handler, Match, Router, Table
-from cogserve.protocol import Mode
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.service import Service
-from cogserve.states import Status
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import Status
 
 __all__ = ["App", "Guard", "Handler", "Observer"]
 

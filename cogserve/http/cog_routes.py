@@ -29,7 +29,7 @@ from cogserve.http.responses import (
     read_body,
     send_json,
 )
-from cogserve.protocol import Mode
+from cogserve.model.validation import ErrorKind, FieldError
 from cogserve.runtime.errors import (
     AtCapacity,
     EvictedPrediction,
@@ -44,8 +44,8 @@ from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
-from cogserve.states import Status, WebhookEvent
-from cogserve.validation import ErrorKind, FieldError
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import Status, WebhookEvent
 
 EARLY_CHECK_BYTES = 1024 * 1024  # bodies larger than this are checked for a slot first
 # hooks that the webhook and SSE features fill in (see `cogserve.assembly`)

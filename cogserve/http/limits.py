@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cogserve.envvars import env_float, env_int
+from cogserve.process.envvars import env_float, env_int
 
 
 @dataclass(frozen=True)

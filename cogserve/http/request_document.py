@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cogserve import jsoncodec
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import PlainError, header
-from cogserve.states import WebhookEvent
-from cogserve.validation import show
+from cogserve.model.validation import show
+from cogserve.wire import jsoncodec
+from cogserve.wire.states import WebhookEvent
 
 UNSUPPORTED_TYPE = "Expected request with `Content-Type: application/json`"
 NOT_JSON = "Failed to parse the request body as JSON: "

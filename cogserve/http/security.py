@@ -14,9 +14,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from cogserve.envvars import env_switch, env_text
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import HTTPError
+from cogserve.process.envvars import env_switch, env_text
 
 log = logging.getLogger("cogserve")
 

@@ -3,7 +3,7 @@
 SIGTERM (unless --await-explicit-shutdown) and POST /shutdown both stop taking new
 predictions, let in-flight ones finish, stop the worker, and exit 0. uvicorn's own
 signal handling is replaced because it would drop async predictions that have no open
-connection: `cogserve.cli` installs the handlers, before the worker starts and before this
+connection: `cogserve.cli.main` installs the handlers, before the worker starts and before this
 module (and uvicorn) is imported, so a signal then stops the server as one later does.
 """
 
@@ -17,12 +17,12 @@ from typing import Any
 
 import uvicorn
 
-from cogserve.heap import keep_freed_memory
 from cogserve.http.asgi import ASGIApp
 from cogserve.http.connection import connection_class
 from cogserve.http.limits import ConnectionLimits
+from cogserve.process.heap import keep_freed_memory
 from cogserve.runtime.service import Service
-from cogserve.states import Health
+from cogserve.wire.states import Health
 
 log = logging.getLogger("cogserve")
 
@@ -30,7 +30,7 @@ log = logging.getLogger("cogserve")
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
-        yield  # signals are handled by `cogserve.cli` (see the module's docstring)
+        yield  # signals are handled by `cogserve.cli.main` (see the module's docstring)
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
@@ -54,7 +54,7 @@ async def serve(app: ASGIApp, service: Service, stop: asyncio.Event, host: str, 
                 log_level: str = "warning", reload: bool = False) -> None:
     """Serve `app` until `stop` is set (POST /shutdown, or a signal: see the module's
     docstring), then stop the service."""
-    keep_freed_memory()  # request bodies of megabytes: see cogserve.heap
+    keep_freed_memory()  # request bodies of megabytes: see cogserve.process.heap
     uv_config = uvicorn.Config(
         # ws="none": no route speaks WebSocket, and uvicorn's "auto" imported the websockets
         # package at every start (~13 ms of a ~290 ms cold start)

@@ -24,9 +24,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from cogserve.envvars import env_int
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.disconnect import abandon
+from cogserve.process.envvars import env_int
 from cogserve.runtime.events import RuntimeEvent, SSEChange
 from cogserve.runtime.history import EventHistory, frame, history_of
 from cogserve.runtime.prediction import Prediction

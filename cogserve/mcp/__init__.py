@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogserve.http.asgi import ASGIApp, Receive, Scope, Send
 from cogserve.http.responses import HTTPError
-from cogserve.mcp.runtime import Runtime
+from cogserve.mcp.runtime import MCPRuntime
 
 if TYPE_CHECKING:
     from cogserve.mcp.server import Endpoint
@@ -46,7 +46,7 @@ def mount(service: Service, max_body: int) -> ASGIApp:
     """What answers under /mcp: the SDK's endpoint, loaded on first use, or the 501."""
     if not sdk_installed():
         return _missing_extra
-    return MCPMount(Runtime(service), max_body)
+    return MCPMount(MCPRuntime(service), max_body)
 
 
 async def _missing_extra(scope: Scope, receive: Receive, send: Send) -> None:
@@ -58,7 +58,7 @@ async def _missing_extra(scope: Scope, receive: Receive, send: Send) -> None:
 class MCPMount:
     """/mcp: starts the endpoint on the first request, then hands every request to it."""
 
-    def __init__(self, runtime: Runtime, max_body: int) -> None:
+    def __init__(self, runtime: MCPRuntime, max_body: int) -> None:
         self.runtime = runtime
         self.max_body = max_body
         self._endpoint: Endpoint | None = None

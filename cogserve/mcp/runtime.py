@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from cogserve.cli_inputs import check_inputs
 from cogserve.http.disconnect import abandon
 from cogserve.mcp.tools import Tool, tools_of
+from cogserve.model.verdicts import check_inputs
 from cogserve.runtime.errors import NotReady
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 
 
-class Runtime:
+class MCPRuntime:
     """The model's tools and the predictions that run them, on one `Service`."""
 
     def __init__(self, service: Service) -> None:

@@ -30,15 +30,15 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
 import cogserve
-from cogserve.cli_inputs import InputError
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.responses import PREDICTION_KEY, RequestError
-from cogserve.mcp.runtime import Runtime
+from cogserve.mcp.runtime import MCPRuntime
 from cogserve.mcp.tools import Tool, error_result, result_of
+from cogserve.model.verdicts import InputError
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.prediction import Prediction
-from cogserve.states import Event
+from cogserve.wire.states import Event
 
 log = logging.getLogger("cogserve")
 
@@ -49,7 +49,7 @@ CLOSE_SECONDS = 5.0  # at shutdown, for the calls still answering to send their 
 class Endpoint:
     """The SDK's server and session manager for one `Runtime`; an ASGI app."""
 
-    def __init__(self, runtime: Runtime, max_body: int) -> None:
+    def __init__(self, runtime: MCPRuntime, max_body: int) -> None:
         self.runtime = runtime
         self.server: Server[Any] = Server(
             runtime.model_name, version=cogserve.__version__,

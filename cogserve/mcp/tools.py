@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from cogserve.protocol import Mode
+from cogserve.wire.protocol import Mode
 
 TRAIN_SUFFIX = "-train"
 WRAP_KEY = "output"  # where a non-object output goes in the structured result

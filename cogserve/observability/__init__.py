@@ -50,8 +50,8 @@ def metrics_feed(service: Service, options: ObservabilityOptions) -> MetricsFeed
 def build(service: Service, feed: MetricsFeed | None) -> Observability:
     """The observer around the app's requests (with traces when asked for), counted by
     `feed`, and its route."""
-    from cogserve import spans
     from cogserve.observability.requests import RequestObserver
+    from cogserve.process import spans
 
     observer = RequestObserver()
     routes: dict[str, dict[str, Handler]] = {}
@@ -138,6 +138,6 @@ class MetricsFeed:
 
 
 async def _flush_spans() -> None:
-    from cogserve import spans
+    from cogserve.process import spans
 
     spans.flush()

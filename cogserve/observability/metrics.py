@@ -45,7 +45,7 @@ from prometheus_client.utils import INF, floatToGoString
 
 from cogserve.observability import gpu
 from cogserve.runtime.events import RuntimeEvent, SSEChange, WebhookOutcome
-from cogserve.states import Health, Status
+from cogserve.wire.states import Health, Status
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction

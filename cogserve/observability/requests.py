@@ -18,7 +18,7 @@ from cogserve.http.asgi import Message, Receive, Scope, Send
 from cogserve.http.cycle import Cycle
 from cogserve.http.responses import PREDICTION_KEY
 from cogserve.http.routing import ROUTE_KEY
-from cogserve.log_writer import sole_handler
+from cogserve.process.log_writer import sole_handler
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable

@@ -20,8 +20,6 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from cogserve import protocol, spans
-from cogserve.envvars import env_text
 from cogserve.http.asgi import Scope
 from cogserve.http.responses import header
 from cogserve.observability.propagation import (
@@ -29,8 +27,11 @@ from cogserve.observability.propagation import (
     from_custom_header,
     valid_traceparent,
 )
+from cogserve.process import spans
+from cogserve.process.envvars import env_text
 from cogserve.runtime.events import RuntimeEvent
-from cogserve.states import Status as PredictionStatus
+from cogserve.wire import protocol
+from cogserve.wire.states import Status as PredictionStatus
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction

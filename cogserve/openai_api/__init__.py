@@ -65,7 +65,7 @@ class OpenAIMount:
         if routes is None:
             module = importlib.import_module("cogserve.openai_api.routes")
             runtime = importlib.import_module("cogserve.openai_api.runtime")
-            routes = self._routes = module.Routes(runtime.Runtime(self.service),
+            routes = self._routes = module.Routes(runtime.OpenAIRuntime(self.service),
                                                   self.max_body)
         return routes
 

@@ -19,14 +19,14 @@ import orjson
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.responses import PREDICTION_KEY, RequestError, read_body, send_json
-from cogserve.openai_api import CHAT, COMPLETIONS, IMAGES, MODELS, answers, requests
+from cogserve.openai_api import CHAT, COMPLETIONS, IMAGES, MODELS, answers, mapping
 from cogserve.openai_api.answers import Chunks, Kind
 from cogserve.openai_api.errors import APIError, bad, from_refusal
-from cogserve.openai_api.runtime import Runtime
+from cogserve.openai_api.runtime import OpenAIRuntime
 from cogserve.openai_api.shapes import Model, Shape
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.prediction import Prediction
-from cogserve.states import Event, Status
+from cogserve.wire.states import Event, Status
 
 log = logging.getLogger("cogserve")
 
@@ -41,7 +41,7 @@ Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
 class Routes:
     """The ASGI app under /v1."""
 
-    def __init__(self, runtime: Runtime, max_body: int) -> None:
+    def __init__(self, runtime: OpenAIRuntime, max_body: int) -> None:
         self.runtime = runtime
         self.max_body = max_body
         self.created = answers.now()
@@ -125,7 +125,7 @@ class Routes:
     async def _text(self, scope: Scope, receive: Receive, send: Send, kind: Kind) -> None:
         model = self._model(Shape.LANGUAGE)
         body = await self._body(scope, receive, model)
-        call = requests.chat(model, body) if kind is Kind.CHAT else requests.completion(model,
+        call = mapping.chat(model, body) if kind is Kind.CHAT else mapping.completion(model,
                                                                                         body)
         if call.stream:
             await self._stream(scope, receive, send, kind, model, call)
@@ -144,7 +144,7 @@ class Routes:
     async def images(self, scope: Scope, receive: Receive, send: Send) -> None:
         model = self._model(Shape.IMAGE)
         body = await self._body(scope, receive, model)
-        call = requests.image(model, body)
+        call = mapping.image(model, body)
         if call.response_format == "b64_json" and self.runtime.uploads:
             raise bad("response_format", "b64_json needs the file itself; this server "
                                          "uploads its outputs (--upload-url): ask for url")
@@ -172,7 +172,7 @@ class Routes:
             raise _unknown_model(name, model)
         return body
 
-    def _start(self, scope: Scope, call: requests.Call,
+    def _start(self, scope: Scope, call: mapping.Call,
                listener: Callable[[Prediction, Event, dict[str, Any]], None] | None
                ) -> Prediction:
         timeout = request_timeout(scope)
@@ -187,7 +187,7 @@ class Routes:
         return prediction
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send, kind: Kind,
-                      model: Model, call: requests.Call) -> None:
+                      model: Model, call: mapping.Call) -> None:
         feed = Feed()
         prediction = self._start(scope, call, feed.listener)
         chunks = Chunks(kind, prediction.id, model.name, answers.now())

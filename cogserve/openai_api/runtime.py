@@ -14,16 +14,16 @@ from typing import Any
 
 from cogserve.http.asgi import Receive
 from cogserve.http.disconnect import abandon, wait_or_cancel
+from cogserve.model.validation import FieldError
 from cogserve.openai_api.errors import APIError
 from cogserve.openai_api.shapes import Model, OverrideError, read
 from cogserve.runtime.errors import NotReady
 from cogserve.runtime.prediction import Listener, Prediction
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
-from cogserve.validation import FieldError
 
 
-class Runtime:
+class OpenAIRuntime:
     """The model as the /v1 routes see it, and the predictions they make, on one Service."""
 
     def __init__(self, service: Service) -> None:

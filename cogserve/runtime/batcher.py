@@ -33,11 +33,11 @@ import asyncio
 import math
 from collections.abc import Callable
 
-from cogserve.protocol import Message
-from cogserve.runner import BatchLimits
 from cogserve.runtime.backlog import Backlog
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.prediction import Prediction
+from cogserve.sdk.runner import BatchLimits
+from cogserve.wire.protocol import Message
 
 TRAINING = "training"  # `Prediction.kind` of a training
 

@@ -2,7 +2,7 @@
 
 Frames are decoded and handed to `handle` straight from data_received: no reader
 task, no readexactly() futures, so a worker message costs no task switch. (Kept out
-of `cogserve.ipc`, which the worker imports, so a sync worker never loads asyncio.)
+of `cogserve.wire.ipc`, which the worker imports, so a sync worker never loads asyncio.)
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import asyncio
 import socket
 from collections.abc import Callable
 
-from cogserve.ipc import FrameSplitter, encode
-from cogserve.protocol import Message
+from cogserve.wire.ipc import FrameSplitter, encode
+from cogserve.wire.protocol import Message
 
 
 class AsyncChannel(asyncio.Protocol):

@@ -2,13 +2,13 @@
 
 `Service` raises these and knows nothing of HTTP. The HTTP status of each is one table
 (`cogserve.http.refusals`), which Cog's routes (`cog_routes.refusal_response`) and V2
-(`v2.routes.refusal_error`) share, each with its own body; the CLI (`cogserve.cli`)
+(`v2.routes.refusal_error`) share, each with its own body; the CLI (`cogserve.cli.main`)
 prints it. The message (`str(exc)`) is the text a client reads.
 """
 
 from __future__ import annotations
 
-from cogserve.states import Health
+from cogserve.wire.states import Health
 
 
 class Refusal(Exception):

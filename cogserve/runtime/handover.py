@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from cogserve import jsoncodec, protocol
+from cogserve.wire import jsoncodec, protocol
 
 
 def mime_type(path: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cogserve.runtime.setup_report import SetupView
-from cogserve.states import Health
+from cogserve.wire.states import Health
 
 
 @dataclass(frozen=True)

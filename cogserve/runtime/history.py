@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from cogserve.states import Event, Status
+from cogserve.wire.states import Event, Status
 
 if TYPE_CHECKING:
     from cogserve.runtime.prediction import Prediction

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cogserve import protocol
 from cogserve.runtime.pool import Member, WorkerState
 from cogserve.runtime.workers import ModelInfo, Workers
+from cogserve.wire import protocol
 
 
 class WorkerReports:

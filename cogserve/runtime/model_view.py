@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cogserve.protocol import Mode
+from cogserve.model.validation import InputValidator
 from cogserve.runtime.workers import ModelInfo
-from cogserve.validation import InputValidator
+from cogserve.wire.protocol import Mode
 
 
 class ModelView:

@@ -17,10 +17,10 @@ import pathlib
 import re
 from typing import TYPE_CHECKING, Any
 
-from cogserve import spans
-from cogserve.protocol import FILE_KEY
+from cogserve.process import spans
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.handover import discard_spilled_output, mime_type
+from cogserve.wire.protocol import FILE_KEY
 
 if TYPE_CHECKING:
     from cogserve.runtime.bucket_uploads import BucketUploader
@@ -96,7 +96,7 @@ class FileOutputs:
     def _bucket(self) -> BucketUploader:
         """--upload-url s3://... (or gs://): the object store's uploader."""
         if self._bucket_uploader is None:
-            from cogserve.envvars import upload_presign
+            from cogserve.process.envvars import upload_presign
             from cogserve.runtime.bucket_uploads import BucketUploader
 
             self._bucket_uploader = BucketUploader(upload_presign())

@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass, field
 
 from cogserve.runtime.supervisor import WorkerHandle
-from cogserve.states import Health
+from cogserve.wire.states import Health
 
 
 class WorkerState(enum.Enum):

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, overload
 
 import orjson
 
-from cogserve import jsoncodec
-from cogserve.metrics import apply_metric
 from cogserve.runtime.logcap import DEFAULT_LIMIT, UNLIMITED, LogCap
-from cogserve.states import TERMINAL, Event, Status, WebhookEvent
+from cogserve.sdk.custom_metrics import apply_metric
+from cogserve.wire import jsoncodec
+from cogserve.wire.states import TERMINAL, Event, Status, WebhookEvent
 
 if TYPE_CHECKING:
     from cogserve.runtime.pool import Slot

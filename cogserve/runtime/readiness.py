@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from cogserve.runtime.errors import NotReady
 from cogserve.runtime.health import Capacity, HealthSnapshot, QueueView, WorkerView
+from cogserve.runtime.inflight import Predictions
 from cogserve.runtime.pool import Pool, WorkerState
-from cogserve.runtime.predictions import Predictions
 from cogserve.runtime.setup_report import SetupView
 from cogserve.runtime.store.keeper import Store
 from cogserve.runtime.workers import Workers
-from cogserve.states import SERVING, Health
+from cogserve.wire.states import SERVING, Health
 
 HEALTH_OF = {state: Health(state.value) for state in WorkerState}
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cogserve.protocol import Mode
-from cogserve.states import WebhookEvent
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import WebhookEvent
 
 
 class PredictionRequest(NamedTuple):

@@ -31,7 +31,7 @@ import threading
 import time
 from collections import deque
 
-from cogserve.netpolicy import URLPolicy, check
+from cogserve.process.netpolicy import URLPolicy, check
 
 
 class ResolveError(OSError):

@@ -2,7 +2,7 @@
 
 `Service` joins the two owners of runtime state, and holds none of its own beyond the
 model's validators: `Workers` (`runtime/workers.py`: the processes, setup, control
-frames, exits) and `Predictions` (`runtime/predictions.py`: the table of running and
+frames, exits) and `Predictions` (`runtime/inflight.py`: the table of running and
 queued predictions, slots, deadlines, cancels, completion). Front ends (Cog's routes,
 V2, the CLI, Ray) speak to it in the runtime's terms; what it refuses is raised as a
 `Refusal` (`runtime/errors.py`), which each of them maps to its own answer.
@@ -33,9 +33,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from cogserve import protocol
-from cogserve.config import ModelConfig
-from cogserve.protocol import Mode
+from cogserve.model.config import ModelConfig
+from cogserve.model.validation import FieldError, InputValidator
 from cogserve.runtime import ids
 from cogserve.runtime.errors import (
     AlreadyRunning,
@@ -46,12 +45,12 @@ from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.found import Found, Queued, Running
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import EventHistory
+from cogserve.runtime.inflight import Predictions, drain
 from cogserve.runtime.links import SlotsOf, WorkerReports
 from cogserve.runtime.model_view import ModelView
 from cogserve.runtime.outputs import FileOutputs
 from cogserve.runtime.pool import WorkerState
 from cogserve.runtime.prediction import Listener, Prediction
-from cogserve.runtime.predictions import Predictions, drain
 from cogserve.runtime.readiness import Readiness
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.resolver import Resolver
@@ -60,8 +59,9 @@ from cogserve.runtime.setup_report import SetupView
 from cogserve.runtime.store.keeper import Store
 from cogserve.runtime.supervisor import Spawner, WorkerProcess
 from cogserve.runtime.workers import ModelInfo, Workers
-from cogserve.states import Health
-from cogserve.validation import FieldError, InputValidator
+from cogserve.wire import protocol
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import Health
 
 if TYPE_CHECKING:
     from cogserve.runtime.store.durable import Durable

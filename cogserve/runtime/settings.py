@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from cogserve import envvars
-from cogserve.config import ModelConfig
-from cogserve.envvars import (
+from cogserve.model.config import ModelConfig
+from cogserve.process import envvars
+from cogserve.process.envvars import (
     env_duration,
     env_float,
     env_int,
@@ -26,7 +26,7 @@ from cogserve.envvars import (
     env_switch,
     env_text,
 )
-from cogserve.netpolicy import URLPolicy
+from cogserve.process.netpolicy import URLPolicy
 from cogserve.runtime import logcap
 from cogserve.runtime.history import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES
 

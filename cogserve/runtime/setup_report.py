@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from cogserve.runtime.prediction import iso, now
-from cogserve.states import Status
+from cogserve.wire.states import Status
 
 
 @dataclass(frozen=True)

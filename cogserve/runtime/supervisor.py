@@ -18,9 +18,9 @@ from typing import Protocol
 
 import orjson
 
-from cogserve import protocol
-from cogserve.protocol import Mode
 from cogserve.runtime.channel import AsyncChannel
+from cogserve.wire import protocol
+from cogserve.wire.protocol import Mode
 
 Handler = Callable[[protocol.Message], None]
 ExitHandler = Callable[[int | None], None]

@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import cogserve
-from cogserve import spans
-from cogserve.envvars import env_duration, env_int, webhook_secret
-from cogserve.netpolicy import BlockedAddress
+from cogserve.process import spans
+from cogserve.process.envvars import env_duration, env_int, webhook_secret
+from cogserve.process.netpolicy import BlockedAddress
 from cogserve.runtime.events import EventBus, RuntimeEvent, WebhookOutcome
 from cogserve.runtime.prediction import Prediction
-from cogserve.states import Event, WebhookEvent
+from cogserve.wire.states import Event, WebhookEvent
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -75,7 +75,7 @@ class Delivery(StrEnum):
 
 
 @dataclass(slots=True)
-class Queued:
+class QueuedDelivery:
     """A delivery waiting to be sent; `seq` and `written` only with an outbox (its
     place there, and the future of its write, awaited before it is sent); `number`: its
     place among the prediction's deliveries (the outbox's `seq` where there is one), which
@@ -137,7 +137,7 @@ class Webhooks:
         sender.headers = orjson.loads(first.headers)
         sender.outbox = Outbox(self.durable, first.id, first.url, first.headers,
                                after=max(hook.seq for hook in hooks))
-        sender.queue.extend(Queued(Delivery(hook.delivery), hook.body, hook.seq, hook.seq)
+        sender.queue.extend(QueuedDelivery(Delivery(hook.delivery), hook.body, hook.seq, hook.seq)
                             for hook in hooks)
         sender.start()
 
@@ -180,7 +180,7 @@ class WebhookSender:
         self.events = ALL_EVENTS if events is None else events
         self.webhooks = webhooks
         self.config = webhooks.config
-        self.queue: deque[Queued] = deque()
+        self.queue: deque[QueuedDelivery] = deque()
         self.task: asyncio.Task[None] | None = None
         self.outbox: Outbox | None = None  # with a durable store (made on the first push)
         self.dirty = False  # a throttled change not yet queued
@@ -251,7 +251,7 @@ class WebhookSender:
                 last.number = last.seq
         else:
             self.numbered += 1
-            queued = Queued(kind, body, number=self.numbered)
+            queued = QueuedDelivery(kind, body, number=self.numbered)
             if self.outbox is not None:
                 queued.seq, queued.written = self.outbox.add(kind, body)
                 queued.number = queued.seq
@@ -279,14 +279,14 @@ class WebhookSender:
         finally:
             self.task = None
 
-    async def _deliver(self, queued: Queued) -> None:
+    async def _deliver(self, queued: QueuedDelivery) -> None:
         """One event, retried as needed; a span (with tracing on) covers all attempts and
         its context is the `traceparent` sent, as the incoming one is without tracing."""
         with spans.client_span("webhook", self.headers,
                                **{"cog.webhook.event": queued.kind}) as headers:
             await self._attempts(queued, headers)
 
-    async def _attempts(self, queued: Queued, headers: dict[str, str]) -> None:
+    async def _attempts(self, queued: QueuedDelivery, headers: dict[str, str]) -> None:
         import httpx2
 
         config = self.config

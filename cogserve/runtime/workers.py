@@ -21,19 +21,19 @@ import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cogserve import protocol
-from cogserve.config import ModelConfig, load_config
 from cogserve.exceptions import DefinitionError
-from cogserve.protocol import FromWorker, Mode
-from cogserve.runner import BatchLimits
+from cogserve.model.config import ModelConfig, load_config
 from cogserve.runtime import handover
 from cogserve.runtime.events import EventBus, RuntimeEvent
-from cogserve.runtime.healthcheck import UserHealthcheck
 from cogserve.runtime.pool import Member, Pool, Restart, Slot, WorkerState
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupReport
 from cogserve.runtime.supervisor import Spawner, WorkerProcess, WorkerSpec, describe_exit
-from cogserve.states import Status
+from cogserve.runtime.user_healthcheck import UserHealthcheck
+from cogserve.sdk.runner import BatchLimits
+from cogserve.wire import protocol
+from cogserve.wire.protocol import FromWorker, Mode
+from cogserve.wire.states import Status
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -5,7 +5,7 @@ of the binary tensor data extension. For a tensor input the parent only needs pa
 little-endian bytes to hand to the worker (which wraps them in an ndarray), so
 JSON numbers are packed with the stdlib `array` module, whose typecodes also reject
 out-of-range integers; binary data is passed on untouched. Scalar and list inputs
-need Python values, which `Tensor.values()` gives from either form.
+need Python values, which `WireTensor.values()` gives from either form.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from array import array
 from itertools import chain
 from typing import Any
 
-from cogserve.datatypes import Datatype, Family, named
+from cogserve.wire.datatypes import Datatype, Family, named
 
 
 class TensorError(Exception):
@@ -67,7 +67,7 @@ def flatten(data: Any, where: str) -> list[Any]:
     return flat
 
 
-class Tensor:
+class WireTensor:
     """One decoded request tensor: either JSON elements or raw little-endian bytes."""
 
     __slots__ = ("name", "dtype", "shape", "count", "_items", "_raw")
@@ -108,7 +108,7 @@ class Tensor:
         return unpack(self.dtype, self._raw, self.count, self.where)
 
 
-def read_tensor(spec: Any, binary: memoryview, offset: int) -> tuple[Tensor, int]:
+def read_tensor(spec: Any, binary: memoryview, offset: int) -> tuple[WireTensor, int]:
     """Decode one request input; returns it and the offset of the next binary section."""
     if not isinstance(spec, dict):
         raise TensorError(f"each input must be an object, got {spec!r}")
@@ -137,15 +137,15 @@ def read_tensor(spec: Any, binary: memoryview, offset: int) -> tuple[Tensor, int
                               f"{count * dtype.size} bytes, got binary_data_size {size}")
         if not dtype.size:  # BYTES: split the length-prefixed elements now
             items = [bytes(b) for b in _split_bytes(raw, count, where)]
-            return Tensor(name, dtype, shape, count, items=items), offset + size
-        return Tensor(name, dtype, shape, count, raw=raw), offset + size
+            return WireTensor(name, dtype, shape, count, items=items), offset + size
+        return WireTensor(name, dtype, shape, count, raw=raw), offset + size
     if "data" not in spec:
         raise TensorError(f"{where}: has no data (and no binary_data_size parameter)")
     items = flatten(spec["data"], where)
     if len(items) != count:
         raise TensorError(f"{where}: shape {shape} has {count} elements but data has "
                           f"{len(items)}")
-    return Tensor(name, dtype, shape, count, items=items), offset
+    return WireTensor(name, dtype, shape, count, items=items), offset
 
 
 def pack(dtype: Datatype, items: list[Any], where: str) -> bytes:

@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from cogserve import jsoncodec
-from cogserve.datatypes import Datatype, Family
-from cogserve.v2.codec import Tensor, TensorError, datatype
-from cogserve.validation import resolve
+from cogserve.model.validation import resolve
+from cogserve.v2.codec import TensorError, WireTensor, datatype
+from cogserve.wire import jsoncodec
+from cogserve.wire.datatypes import Datatype, Family
 
 
 class Layout(StrEnum):
@@ -98,7 +98,7 @@ def tensor_spec(name: str, prop: dict[str, Any], components: dict[str, Any],
     ext = prop.get("x-cogserve-tensor")
     if ext is not None:
         dims = ext.get("shape")
-        declared = ext.get("datatype")  # a name cogserve.types checked, or None
+        declared = ext.get("datatype")  # a name cogserve.sdk.types checked, or None
         return TensorSpec(name, Layout.TENSOR, ElementKind.TENSOR,
                           datatype(declared, f"the model's {name!r}") if declared else None,
                           tuple(dims) if dims is not None else None, required)
@@ -149,7 +149,7 @@ class ModelMetadata:
 
     # ------------------------------------------------------------ requests
 
-    def input_value(self, spec: TensorSpec, tensor: Tensor) -> Any:
+    def input_value(self, spec: TensorSpec, tensor: WireTensor) -> Any:
         """What the Cog input dict holds for one request tensor."""
         where = tensor.where
         if spec.layout is Layout.TENSOR:
@@ -163,7 +163,7 @@ class ModelMetadata:
         items = [_element(spec.kind, v, where) for v in tensor.values()]
         return items[0] if spec.layout is Layout.SCALAR else items
 
-    def _packed(self, spec: TensorSpec, tensor: Tensor) -> PackedTensor:
+    def _packed(self, spec: TensorSpec, tensor: WireTensor) -> PackedTensor:
         where = tensor.where
         if spec.datatype is not None and tensor.dtype is not spec.datatype:
             raise TensorError(f"{where}: datatype {tensor.dtype} does not match the "

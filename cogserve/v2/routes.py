@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 import orjson
 
 import cogserve
-from cogserve import jsoncodec, protocol
 from cogserve.http import refusals
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
@@ -35,15 +34,16 @@ from cogserve.http.responses import (
     send_json,
 )
 from cogserve.http.routing import NO_PARAMS, OTHER, ROUTE_KEY, Handler, Match, Router
+from cogserve.model.validation import ErrorKind
 from cogserve.runtime import handover
 from cogserve.runtime.errors import Refusal
 from cogserve.runtime.events import RuntimeEvent
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
-from cogserve.states import DEAD, SERVING, Status
 from cogserve.v2.codec import TensorError, output_tensor, read_tensor
 from cogserve.v2.metadata import ElementKind, Layout, ModelMetadata, PackedTensor
-from cogserve.validation import ErrorKind
+from cogserve.wire import jsoncodec, protocol
+from cogserve.wire.states import DEAD, SERVING, Status
 
 EXTENSIONS = ["binary_tensor_data", "parameters"]
 # Triton's per-request timeout, a request parameter in microseconds (0: none); reserved

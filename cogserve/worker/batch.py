@@ -32,12 +32,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cogserve import protocol
 from cogserve.exceptions import CancelationException
-from cogserve.loader import LoadedModel
-from cogserve.scope import Scope, bind_scope, unbind_scope
+from cogserve.model.loader import LoadedModel
+from cogserve.sdk.scope import Scope, bind_scope, unbind_scope
+from cogserve.wire import protocol
 from cogserve.worker import inputs, outputs, tempdirs
-from cogserve.worker.logs import LogTarget, Router
+from cogserve.worker.logs import LogRouter, LogTarget
 from cogserve.worker.predict import Cancels, Job, RaisedIn, enter_user
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class Channel(Protocol):
 class Batch:
     """The jobs of one BATCH message while their run() call is under way."""
 
-    def __init__(self, items: list[protocol.Message], channel: Channel, router: Router,
+    def __init__(self, items: list[protocol.Message], channel: Channel, router: LogRouter,
                  cancels: Cancels, downloads: inputs.Downloads) -> None:
         self._channel = channel
         self._held: list[protocol.Message] | None = None  # frames kept for one write

@@ -22,8 +22,8 @@ import urllib.request
 from email.message import Message
 from typing import Any
 
-from cogserve import envvars, netpolicy
 from cogserve.exceptions import FetchError
+from cogserve.process import envvars, netpolicy
 from cogserve.worker import dataurls
 from cogserve.worker.transfers import StopReason, Transfers, current
 
@@ -86,7 +86,7 @@ class Fetcher:
                 f"input {label}: {_short(url)} is not an http, https or data URL; "
                 "file inputs must be URLs"
             )
-        spans = sys.modules.get("cogserve.spans")  # loaded: tracing is on
+        spans = sys.modules.get("cogserve.process.spans")  # loaded: tracing is on
         with spans.child_span("download", **{"url.full": _short(url)}) if spans is not None \
                 else contextlib.nullcontext():
             try:

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from cogserve import jsoncodec, protocol
+from cogserve.wire import jsoncodec, protocol
 
 
 def read_input(message: protocol.Message) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import pathlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cogserve.runner import MISSING
-from cogserve.specs import InputSpec, Signature, TypeKind, TypeSpec
-from cogserve.types import Path, Secret
+from cogserve.model.specs import InputSpec, Signature, TypeKind, TypeSpec
+from cogserve.sdk.runner import MISSING
+from cogserve.sdk.types import Path, Secret
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +37,7 @@ class Downloads:
         if self._pool is None or self._fetcher is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            from cogserve.netpolicy import URLPolicy
+            from cogserve.process.netpolicy import URLPolicy
             from cogserve.worker.files import Fetcher
 
             self._fetcher = Fetcher(URLPolicy.from_env())  # COGSERVE_URL_POLICY, read once

@@ -109,7 +109,7 @@ class LogTarget:
                 self.stderr.flush()
 
 
-class Router:
+class LogRouter:
     """Decides the LogTarget for a write; owns the fallback (worker-level) target and the
     drains of fd 1/2 (`capture_output`), which `settle` waits for."""
 
@@ -184,7 +184,7 @@ class Router:
 class RoutedStream(io.TextIOBase):
     """Stands in for sys.stdout / sys.stderr."""
 
-    def __init__(self, source: str, router: Router) -> None:
+    def __init__(self, source: str, router: LogRouter) -> None:
         self._source = source
         self._router = router
 
@@ -223,7 +223,7 @@ class _Drain:
         self.cycles = 0  # completed read-and-route rounds
 
 
-def capture_output(router: Router) -> None:
+def capture_output(router: LogRouter) -> None:
     """Point fd 1/2 at pipes drained by threads, and replace sys.stdout/sys.stderr."""
     for fd, source in ((1, "stdout"), (2, "stderr")):
         read_end, write_end = os.pipe()
@@ -240,7 +240,7 @@ def capture_output(router: Router) -> None:
     sys.stderr = RoutedStream("stderr", router)
 
 
-def _drain(drain: _Drain, source: str, router: Router) -> None:
+def _drain(drain: _Drain, source: str, router: LogRouter) -> None:
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     poller = select.poll()
     poller.register(drain.fd, select.POLLIN)

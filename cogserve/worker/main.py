@@ -17,18 +17,18 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from cogserve import jsoncodec, protocol
-from cogserve.envvars import env_text
 from cogserve.exceptions import DefinitionError
-from cogserve.ipc import SyncChannel
-from cogserve.loader import LoadedModel, batch_limits, load_model
-from cogserve.model_import import import_ref
-from cogserve.protocol import Mode, ToWorker, UserHealth
-from cogserve.schema import openapi_document
-from cogserve.signature import read_signature
+from cogserve.model.loader import LoadedModel, batch_limits, load_model
+from cogserve.model.schema import openapi_document
+from cogserve.model.signature import read_signature
+from cogserve.process.envvars import env_text
+from cogserve.sdk.model_import import import_ref
+from cogserve.wire import jsoncodec, protocol
+from cogserve.wire.ipc import SyncChannel
+from cogserve.wire.protocol import Mode, ToWorker, UserHealth
 from cogserve.worker import modes, predict, tempdirs
 from cogserve.worker.inputs import Downloads
-from cogserve.worker.logs import LogTarget, Router, capture_output
+from cogserve.worker.logs import LogRouter, LogTarget, capture_output
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,7 +43,7 @@ def main() -> None:
     def setup_log(source: str, text: str) -> None:
         control.send(protocol.setup_log(source, text))
 
-    router = Router(LogTarget(setup_log))
+    router = LogRouter(LogTarget(setup_log))
     capture_output(router)
     tempdirs.install()  # a prediction's tempfiles go to its folder
     warnings.simplefilter("default", DeprecationWarning)
@@ -51,7 +51,7 @@ def main() -> None:
     try:
         telemetry = env_text("COG_OBSERVABILITY_CONFIG")
         if telemetry:  # cog.yaml observability.config: its provider before the model
-            from cogserve import spans
+            from cogserve.process import spans
 
             spans.install_custom(telemetry)
         model = load_model(cfg["ref"], pathlib.Path(cfg["directory"]), Mode(cfg["mode"]))
@@ -149,7 +149,7 @@ def _run_setup(model: LoadedModel) -> Any:
     return model.setup(**_setup_args(model))
 
 
-def _setup_failed(control: SyncChannel, router: Router, exc: BaseException) -> None:
+def _setup_failed(control: SyncChannel, router: LogRouter, exc: BaseException) -> None:
     import traceback  # here: a worker that starts well never needs it (~1 ms of its start)
 
     router.fallback.write("stderr", "".join(traceback.format_exception(exc)))
@@ -161,7 +161,7 @@ def _setup_failed(control: SyncChannel, router: Router, exc: BaseException) -> N
 def _setup_args(model: LoadedModel) -> dict[str, Any]:
     if model.setup is None:
         return {}
-    from cogserve.runner import weights_argument
+    from cogserve.sdk.runner import weights_argument
 
     return weights_argument(model.setup)
 
@@ -170,7 +170,7 @@ def _setup_args(model: LoadedModel) -> dict[str, Any]:
 
 
 def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncChannel,
-                data: SyncChannel, router: Router) -> None:
+                data: SyncChannel, router: LogRouter) -> None:
     cancels = predict.Cancels()
     cancels.install_handler()
     downloads = Downloads()
@@ -222,7 +222,7 @@ def _control_loop(control: SyncChannel, handle: Any) -> None:
 
 def _exit() -> NoReturn:
     """End the worker now; buffered trace spans are sent first (os._exit skips atexit)."""
-    spans = sys.modules.get("cogserve.spans")
+    spans = sys.modules.get("cogserve.process.spans")
     if spans is not None:
         spans.flush()
     os._exit(0)
@@ -236,7 +236,7 @@ async def _await(awaitable: Any) -> Any:
 
 
 async def _serve_async(model: LoadedModel, trainer: LoadedModel | None,
-                       control: SyncChannel, data: SyncChannel, router: Router) -> None:
+                       control: SyncChannel, data: SyncChannel, router: LogRouter) -> None:
     import asyncio
     loop = asyncio.get_running_loop()
     try:

@@ -34,14 +34,14 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from cogserve import protocol
 from cogserve.exceptions import CancelationException
-from cogserve.loader import LoadedModel
-from cogserve.protocol import Mode, ToWorker
+from cogserve.model.loader import LoadedModel
+from cogserve.wire import protocol
+from cogserve.wire.protocol import Mode, ToWorker
 from cogserve.worker import predict
 from cogserve.worker.batch import Batch
 from cogserve.worker.inputs import Downloads
-from cogserve.worker.logs import Router
+from cogserve.worker.logs import LogRouter
 from cogserve.worker.predict import Cancels, Job
 
 Call = Job | Batch
@@ -205,7 +205,7 @@ class Modes:
     train: ServingMode | None  # a trainer beside the predictor (cog.yaml `train:`)
     batch: ServingMode | None  # a @batch model's
 
-    def call_for(self, message: protocol.Message, channel: Any, router: Router,
+    def call_for(self, message: protocol.Message, channel: Any, router: LogRouter,
                  downloads: Downloads) -> tuple[Call, ServingMode]:
         """The call a PREDICT or BATCH message asks for, and the mode that runs it."""
         cancels = self.predict.cancels

@@ -14,8 +14,9 @@ import pathlib
 import threading
 from collections.abc import Callable
 
-from cogserve import buckets, envvars
+from cogserve import buckets
 from cogserve.exceptions import FetchError
+from cogserve.process import envvars
 from cogserve.worker.transfers import StopReason, Transfers
 
 _CHUNK = 1 << 20

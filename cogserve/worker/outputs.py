@@ -14,8 +14,8 @@ import os
 import pathlib
 from typing import Any
 
-from cogserve.protocol import FILE_KEY
-from cogserve.specs import TypeKind, TypeSpec
+from cogserve.model.specs import TypeKind, TypeSpec
+from cogserve.wire.protocol import FILE_KEY
 from cogserve.worker import handover
 
 # JSON carries what orjson can write: nesting below its limit of 254 levels (the output

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cogserve import ipc, protocol
 from cogserve.exceptions import CancelationException, FetchError
-from cogserve.loader import LoadedModel
-from cogserve.scope import Scope, bind_scope, unbind_scope
-from cogserve.specs import TypeKind
+from cogserve.model.loader import LoadedModel
+from cogserve.model.specs import TypeKind
+from cogserve.sdk.scope import Scope, bind_scope, unbind_scope
+from cogserve.wire import ipc, protocol
 from cogserve.worker import handover, inputs, logs, outputs, tempdirs
-from cogserve.worker.logs import LogTarget, Router
+from cogserve.worker.logs import LogRouter, LogTarget
 from cogserve.worker.transfers import StopReason, Transfers
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class BatchCall(Protocol):
 class Job:
     """One prediction's state in the worker."""
 
-    def __init__(self, message: protocol.Message, send: Send, router: Router,
+    def __init__(self, message: protocol.Message, send: Send, router: LogRouter,
                  cancels: Cancels, downloads: inputs.Downloads) -> None:
         self.id: str = message["id"]
         self.message = message
@@ -94,7 +94,7 @@ class Job:
             self.transfers.stop(StopReason.CANCEL)
 
     def send(self, message: protocol.Message) -> None:
-        """Send one of this prediction's messages (built by `cogserve.protocol`)."""
+        """Send one of this prediction's messages (built by `cogserve.wire.protocol`)."""
         if message.get("files"):
             self.files_sent = True
         if message[protocol.KIND] in protocol.TERMINAL:

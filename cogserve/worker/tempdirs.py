@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 
-from cogserve import protocol
+from cogserve.wire import protocol
 
 Folder = Callable[[], pathlib.Path]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from cogserve.datatypes import Datatype, Family
-from cogserve.protocol import (
+from cogserve.wire.datatypes import Datatype, Family
+from cogserve.wire.protocol import (
     TENSOR_B64,
     TENSOR_FILE,
     TENSOR_ITEMS,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cogserve import spans
-from cogserve.protocol import KIND, FromWorker
-from cogserve.states import Status as PredictionStatus
+from cogserve.process import spans
+from cogserve.wire.protocol import KIND, FromWorker
+from cogserve.wire.states import Status as PredictionStatus
 
 
 def open_span(prediction_id: str, carrier: dict[str, str]) -> tuple[Any, Any]:

@@ -13,9 +13,9 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from cogserve import protocol
-from cogserve.protocol import ToWorker
 from cogserve.runtime.supervisor import ExitHandler, Handler, WorkerSpec
+from cogserve.wire import protocol
+from cogserve.wire.protocol import ToWorker
 
 SCHEMA: dict[str, Any] = {"components": {"schemas": {
     "Input": {"type": "object", "properties": {"n": {"type": "integer", "title": "N"}}},

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from cogserve import cli
-from cogserve.log_writer import BackgroundLogHandler, sole_handler
+from cogserve.cli import main as cli
 from cogserve.observability import requests
+from cogserve.process.log_writer import BackgroundLogHandler, sole_handler
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import textwrap
 import pytest
 
 from cogserve.exceptions import DefinitionError
-from cogserve.loader import load_model
-from cogserve.protocol import Mode
-from cogserve.specs import TypeKind
+from cogserve.model.loader import load_model
+from cogserve.model.specs import TypeKind
+from cogserve.wire.protocol import Mode
 
 
 @pytest.fixture(autouse=True)

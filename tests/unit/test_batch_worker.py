@@ -10,13 +10,13 @@ import textwrap
 
 import pytest
 
-from cogserve import protocol
-from cogserve.loader import LoadedModel, load_model
-from cogserve.protocol import FromWorker, Mode
+from cogserve.model.loader import LoadedModel, load_model
+from cogserve.wire import protocol
+from cogserve.wire.protocol import FromWorker, Mode
 from cogserve.worker import batch as batching
 from cogserve.worker import modes
 from cogserve.worker.inputs import Downloads
-from cogserve.worker.logs import LogTarget, RoutedStream, Router
+from cogserve.worker.logs import LogRouter, LogTarget, RoutedStream
 from cogserve.worker.predict import Cancels
 
 
@@ -67,7 +67,7 @@ def call_batch(loaded: LoadedModel, batch: batching.Batch, cancels: Cancels) -> 
 def run_batch(loaded: LoadedModel, values: list[int],
               channel: Channel | None = None) -> list[protocol.Message]:
     channel = channel or Channel()
-    router, cancels, downloads = Router(LogTarget(lambda s, d: None)), Cancels(), Downloads()
+    router, cancels, downloads = LogRouter(LogTarget(lambda s, d: None)), Cancels(), Downloads()
     sys.stdout = RoutedStream("stdout", router)  # as the worker's capture_output does
     items = [protocol.predict(f"p{i}", {"x": v}, Mode.PREDICT) for i, v in enumerate(values)]
     loaded.instance.cancels = cancels  # the model plays the control thread in one test
@@ -158,7 +158,7 @@ def test_a_cancel_before_the_call_leaves_the_member_out(tmp_path: pathlib.Path) 
         return [len(x)] * len(x)
         """)
     channel = Channel()
-    router, cancels, downloads = Router(LogTarget(lambda s, d: None)), Cancels(), Downloads()
+    router, cancels, downloads = LogRouter(LogTarget(lambda s, d: None)), Cancels(), Downloads()
     cancels.remember_early("p0")  # a cancel that overtook the batch message
     items = [protocol.predict(f"p{i}", {"x": i}, Mode.PREDICT) for i in range(3)]
     call_batch(loaded, batching.Batch(items, channel, router, cancels, downloads), cancels)

@@ -8,11 +8,11 @@ import pathlib
 
 import pytest
 
-from cogserve import protocol
 from cogserve.runtime.errors import AtCapacity, QueueFull
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
-from cogserve.states import Health, Status
+from cogserve.wire import protocol
+from cogserve.wire.states import Health, Status
 
 from .fake_workers import FakeSpawner, until
 from .test_runtime_core import done, ended, in_service

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cogserve.cli_inputs import InputError, check_inputs, check_names
-from cogserve.validation import InputValidator
+from cogserve.model.validation import InputValidator
+from cogserve.model.verdicts import InputError, check_inputs, check_names
 
 SCHEMA = {"components": {"schemas": {"Input": {
     "type": "object",

@@ -11,9 +11,9 @@ from standardwebhooks.webhooks import Webhook
 
 from cogserve import buckets
 from cogserve.cloud.vertex import instance_inputs
-from cogserve.envvars import vertex_routes, webhook_secret
 from cogserve.exceptions import DefinitionError
 from cogserve.http.responses import HTTPError
+from cogserve.process.envvars import vertex_routes, webhook_secret
 from cogserve.runtime.signing import Signer
 
 KEY = b"0123456789abcdef0123456789abcdef"

@@ -17,7 +17,7 @@ import pytest
 
 from cogserve.cog import BaseModel, BaseRunner, Input, Secret
 from cogserve.cog.types import File, Path, URLFile, URLPath, get_filename
-from cogserve.runner import MISSING, DefaultFactory
+from cogserve.sdk.runner import MISSING, DefaultFactory
 
 
 @pytest.fixture

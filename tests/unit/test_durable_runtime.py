@@ -9,8 +9,7 @@ import pathlib
 import threading
 from collections.abc import Sequence
 
-from cogserve import protocol
-from cogserve.config import ModelConfig
+from cogserve.model.config import ModelConfig
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import Settings
@@ -24,6 +23,7 @@ from cogserve.runtime.store.interface import (
     Stage,
     Write,
 )
+from cogserve.wire import protocol
 
 from .fake_workers import FakeSpawner, until
 from .helpers import run

@@ -6,7 +6,8 @@ import pathlib
 
 import pytest
 
-from cogserve.envvars import (
+from cogserve.exceptions import DefinitionError
+from cogserve.process.envvars import (
     env_choice,
     env_duration,
     env_float,
@@ -16,8 +17,7 @@ from cogserve.envvars import (
     env_switch,
     env_text,
 )
-from cogserve.exceptions import DefinitionError
-from cogserve.netpolicy import URLPolicy
+from cogserve.process.netpolicy import URLPolicy
 
 NAME = "COGSERVE_TEST_VARIABLE"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cogserve import ipc, protocol
-from cogserve.protocol import Mode
+from cogserve.wire import ipc, protocol
+from cogserve.wire.protocol import Mode
 
 MESSAGES = [protocol.log("p1", "stdout", "x" * 300), protocol.cancel("p1"),
             protocol.predict("p2", {"text": "é" * 50}, Mode.PREDICT), protocol.ready()]

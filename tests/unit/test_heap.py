@@ -1,4 +1,4 @@
-"""cogserve.heap: glibc's malloc thresholds, raised unless the user set them."""
+"""cogserve.process.heap: glibc's malloc thresholds, raised unless the user set them."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from cogserve import heap
+from cogserve.process import heap
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
 def test_thresholds_take_on_glibc() -> None:
     # in a process of its own: the test runner's malloc stays as it was
     got = subprocess.run([sys.executable, "-c",
-                          "from cogserve.heap import keep_freed_memory as k; print(k())"],
+                          "from cogserve.process.heap import keep_freed_memory as k; print(k())"],
                          capture_output=True, text=True, check=True, env={"PATH": "/usr/bin"})
     assert got.stdout.strip() == "True"
 
@@ -35,6 +35,6 @@ def test_other_tunables_are_not_a_malloc_setting(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
     for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_"):
         monkeypatch.delenv(name, raising=False)
-    from cogserve.envvars import malloc_set_by_user
+    from cogserve.process.envvars import malloc_set_by_user
 
     assert malloc_set_by_user() is False

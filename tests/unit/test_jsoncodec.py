@@ -6,8 +6,8 @@ import json
 
 import orjson
 
-from cogserve import jsoncodec
 from cogserve.runtime.prediction import Prediction
+from cogserve.wire import jsoncodec
 
 from .helpers import run
 

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 
-from cogserve.log_writer import BackgroundLogHandler
+from cogserve.process.log_writer import BackgroundLogHandler
 
 
 class Stream(io.StringIO):

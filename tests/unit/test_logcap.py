@@ -7,7 +7,7 @@ from typing import Any
 
 from cogserve.runtime.logcap import LogCap, marker
 from cogserve.runtime.prediction import Prediction
-from cogserve.states import Event
+from cogserve.wire.states import Event
 
 from .helpers import run
 

@@ -6,7 +6,7 @@ import base64
 from typing import Any
 
 from cogserve.mcp.tools import error_result, resolve, result_of, tool_name, tools_of
-from cogserve.protocol import Mode
+from cogserve.wire.protocol import Mode
 
 
 def document(output: dict[str, Any], **extra: Any) -> dict[str, Any]:

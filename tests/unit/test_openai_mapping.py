@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from cogserve.openai_api import answers, requests
+from cogserve.openai_api import answers, mapping
 from cogserve.openai_api.errors import APIError, from_refusal
 from cogserve.openai_api.shapes import Field, OverrideError, Shape, read
 from cogserve.runtime.errors import AtCapacity, NotReady, QueueFull
@@ -81,7 +81,7 @@ def test_cog_yaml_names_inputs_and_can_turn_it_off():
 
 def test_chat_messages_to_the_prompt():
     model = llama()
-    call = requests.chat(model, {"messages": [
+    call = mapping.chat(model, {"messages": [
         {"role": "system", "content": "be kind"},
         {"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text",
                                                                       "text": "you"}]}],
@@ -92,16 +92,16 @@ def test_chat_messages_to_the_prompt():
     assert call.param_of("max_new_tokens") == "max_tokens" and call.max_tokens == 7
     # without a system_prompt input the system message joins the transcript
     bare = read(document({"prompt": text()}, text()), "m")
-    call = requests.chat(bare, {"messages": [{"role": "system", "content": "s"},
+    call = mapping.chat(bare, {"messages": [{"role": "system", "content": "s"},
                                              {"role": "user", "content": "u"}]})
     assert call.inputs == {"prompt": "System: s\n\nUser: u\n\nAssistant:"}
     # a messages input takes them as they came (a JSON string for a str input)
     chatty = read(document({"messages": text()}, text()), "m")
-    call = requests.chat(chatty, {"messages": [{"role": "user", "content": "x"}]})
+    call = mapping.chat(chatty, {"messages": [{"role": "user", "content": "x"}]})
     assert orjson.loads(call.inputs["messages"]) == [{"role": "user", "content": "x"}]
     listy = read(document({"messages": {"type": "array", "items": {}},
                            "stop": {"type": "array", "items": text()}}, text()), "m")
-    call = requests.chat(listy, {"messages": [{"role": "user", "content": "x"}],
+    call = mapping.chat(listy, {"messages": [{"role": "user", "content": "x"}],
                                  "stop": ["a", "b"]})
     assert call.inputs["messages"] == [{"role": "user", "content": "x"}]
     assert call.inputs["stop"] == ["a", "b"]
@@ -119,7 +119,7 @@ def test_chat_messages_to_the_prompt():
 ])
 def test_chat_refusals_name_the_field(body, param):
     with pytest.raises(APIError) as caught:
-        requests.chat(llama(), body)
+        mapping.chat(llama(), body)
     assert caught.value.status == 400 and caught.value.param == param
 
 
@@ -127,19 +127,19 @@ def test_images_n_size_and_aspect_ratio():
     sized = read(document({"prompt": text(), "num_outputs": {"type": "integer"},
                            "width": {"type": "integer"}, "height": {"type": "integer"}},
                           {"type": "array", "items": FILE}), "m")
-    call = requests.image(sized, {"prompt": "p", "n": 3, "size": "512x256",
+    call = mapping.image(sized, {"prompt": "p", "n": 3, "size": "512x256",
                                   "response_format": "b64_json"})
     assert call.inputs == {"prompt": "p", "num_outputs": 3, "width": 512, "height": 256}
     assert call.response_format == "b64_json"
     ratio = read(document({"prompt": text(), "aspect_ratio": {
         "allOf": [{"$ref": "#/components/schemas/ratio"}]}}, FILE), "m")
-    assert requests.image(ratio, {"prompt": "p", "size": "1920x1080"}).inputs == \
+    assert mapping.image(ratio, {"prompt": "p", "size": "1920x1080"}).inputs == \
         {"prompt": "p", "aspect_ratio": "16:9"}
     for body, param in [({"size": "4x3"}, "size"), ({"n": 2}, "n"),
                         ({"response_format": "png"}, "response_format"),
                         ({"size": "wide"}, "size")]:
         with pytest.raises(APIError) as caught:
-            requests.image(ratio, {"prompt": "p", **body})
+            mapping.image(ratio, {"prompt": "p", **body})
         assert caught.value.param == param
 
 
@@ -195,7 +195,7 @@ def test_an_app_imports_none_of_the_routes_until_v1_is_asked(tmp_path):
     code = (
         "import asyncio, sys\n"
         "from cogserve.assembly import build\n"
-        "from cogserve.config import load_config\n"
+        "from cogserve.model.config import load_config\n"
         "from cogserve.runtime.settings import for_model\n"
         f"cfg = load_config({str(MODELS / 'openai_chat')!r})\n"
         "async def main():\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cogserve.runtime.prediction import Prediction
-from cogserve.states import Event, Status
+from cogserve.wire.states import Event, Status
 
 from .helpers import run
 

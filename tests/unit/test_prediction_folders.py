@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from cogserve import protocol
+from cogserve.wire import protocol
 from cogserve.worker import tempdirs
 
 

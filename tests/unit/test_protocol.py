@@ -1,6 +1,6 @@
 """The worker protocol's wire bytes, pinned: a change here is a change of the wire.
 
-Each builder of `cogserve.protocol` is encoded with the frame format of `cogserve.ipc`
+Each builder of `cogserve.wire.protocol` is encoded with the frame format of `cogserve.wire.ipc`
 and compared with the exact bytes (4-byte big-endian length, then compact JSON with the
 keys in this order), so a refactor cannot change what parent and worker exchange.
 """
@@ -11,8 +11,8 @@ import struct
 
 import pytest
 
-from cogserve import ipc, protocol
-from cogserve.protocol import FromWorker, Mode, ToWorker, UserHealth
+from cogserve.wire import ipc, protocol
+from cogserve.wire.protocol import FromWorker, Mode, ToWorker, UserHealth
 
 
 def frame(body: bytes) -> bytes:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import orjson
 
-from cogserve.protocol import Mode
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.store.interface import Hook, Record, Stage
 from cogserve.runtime.store.recovery import (
@@ -16,7 +15,8 @@ from cogserve.runtime.store.recovery import (
     encode_request,
     finished_failed,
 )
-from cogserve.states import WebhookEvent
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import WebhookEvent
 
 
 def running(request: PredictionRequest | None) -> Record:

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from cogserve.assembly import build_app, wire
-from cogserve.config import ModelConfig
 from cogserve.http.app import App
+from cogserve.model.config import ModelConfig
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import Settings
 

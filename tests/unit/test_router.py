@@ -17,7 +17,7 @@ from cogserve.runtime.errors import (
     NotReady,
     UnknownPrediction,
 )
-from cogserve.states import Health
+from cogserve.wire.states import Health
 
 from .helpers import call, run
 

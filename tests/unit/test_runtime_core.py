@@ -14,14 +14,14 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from cogserve import protocol
-from cogserve.config import ModelConfig
+from cogserve.model.config import ModelConfig
 from cogserve.runtime.errors import AtCapacity, NotReady, QueueFull, UnknownPrediction
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 from cogserve.runtime.settings import Settings
-from cogserve.states import Health, Status
+from cogserve.wire import protocol
+from cogserve.wire.states import Health, Status
 
 from .fake_workers import FakeSpawner, until
 from .helpers import run

@@ -1,14 +1,14 @@
-"""Router.settle: output waiting in a drained pipe is noticed (one poll of the pipes)."""
+"""LogRouter.settle: output waiting in a drained pipe is noticed (one poll of the pipes)."""
 
 from __future__ import annotations
 
 import os
 
-from cogserve.worker.logs import LogTarget, Router, _Drain
+from cogserve.worker.logs import LogRouter, LogTarget, _Drain
 
 
 def test_settle_sees_output_waiting_in_a_pipe() -> None:
-    router = Router(LogTarget(lambda *_: None))
+    router = LogRouter(LogTarget(lambda *_: None))
     read_end, write_end = os.pipe()
     other_read, other_write = os.pipe()
     try:
@@ -23,4 +23,4 @@ def test_settle_sees_output_waiting_in_a_pipe() -> None:
 
 
 def test_settle_without_drains() -> None:
-    assert Router(LogTarget(lambda *_: None)).settle() is False
+    assert LogRouter(LogTarget(lambda *_: None)).settle() is False

@@ -10,9 +10,9 @@ import pytest
 
 from cogserve.cog import BaseModel, Input, Opaque, Path, Secret
 from cogserve.exceptions import DefinitionError
-from cogserve.runner import MISSING
-from cogserve.signature import read_signature
-from cogserve.specs import TypeKind
+from cogserve.model.signature import read_signature
+from cogserve.model.specs import TypeKind
+from cogserve.sdk.runner import MISSING
 
 
 class Payload(TypedDict):

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from cogserve import spans
+from cogserve.process import spans
 
 
 @pytest.fixture(autouse=True)

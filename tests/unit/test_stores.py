@@ -43,7 +43,7 @@ from cogserve.runtime.store.interface import (
 )
 from cogserve.runtime.store.redis_backend import RedisStore
 from cogserve.runtime.store.sqlite_backend import SQLiteStore
-from cogserve.states import Event
+from cogserve.wire.states import Event
 
 WIDE = Bounds(1000, 1 << 30)
 

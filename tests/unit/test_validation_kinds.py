@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cogserve.validation import ErrorKind, FieldError, InputValidator, Rule
+from cogserve.model.validation import ErrorKind, FieldError, InputValidator, Rule
 
 SCHEMA = {"components": {"schemas": {"Input": {
     "type": "object",

@@ -7,11 +7,11 @@ from typing import Any
 
 import orjson
 
-from cogserve.netpolicy import URLPolicy
+from cogserve.process.netpolicy import URLPolicy
 from cogserve.runtime.prediction import Prediction
 from cogserve.runtime.resolver import Resolver
 from cogserve.runtime.webhooks import WebhookConfig, Webhooks
-from cogserve.states import WebhookEvent
+from cogserve.wire.states import WebhookEvent
 
 from .helpers import run
 

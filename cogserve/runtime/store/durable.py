@@ -54,7 +54,7 @@ from cogserve.runtime.store.interface import (
     Stage,
     Write,
 )
-from cogserve.states import Event
+from cogserve.wire.states import Event
 
 log = logging.getLogger("cogserve")
 

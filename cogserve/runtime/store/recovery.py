@@ -26,18 +26,18 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
-from cogserve.protocol import Mode
 from cogserve.runtime.errors import AlreadyRunning, AtCapacity, QueueFull, Refusal, StoreError
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.store.interface import Claimed, Hook, Record, Stage, Write
-from cogserve.states import SERVING, Status, WebhookEvent
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import SERVING, Status, WebhookEvent
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from cogserve.runtime.prediction import Listener, Prediction
     from cogserve.runtime.store.durable import Durable
-    from cogserve.states import Health
+    from cogserve.wire.states import Health
 
 log = logging.getLogger("cogserve")
 

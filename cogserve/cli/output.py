@@ -25,7 +25,7 @@ import sys
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from cogserve.states import Status
+from cogserve.wire.states import Status
 
 
 class OutputError(Exception):

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from cogserve.metrics import apply_metric, parse_mode
+from cogserve.sdk.custom_metrics import apply_metric, parse_mode
 
 MetricSink = Callable[[str, Any, str], None]
 

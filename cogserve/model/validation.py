@@ -31,7 +31,7 @@ class Rule(StrEnum):
 
     With the value and the keyword's limit on the error, a front end words the failure its
     own way: the HTTP routes send `message` (JSON Schema's wording, as the reference
-    server), `cogserve predict` rewords it as `cog predict` does (`cli_inputs.py`).
+    server), `cogserve predict` rewords it as `cog predict` does (`model/verdicts.py`).
     """
 
     TYPE = "type"  # limit: the JSON type expected

@@ -7,7 +7,7 @@ cancels, which must not queue behind a prediction's output); the data channel ca
 predictions and their events, each message tagged with its prediction's id.
 
 What travels in the frames (every message kind, its fields, the file and tensor
-markers) is defined in `cogserve.protocol`; this module only moves bytes.
+markers) is defined in `cogserve.wire.protocol`; this module only moves bytes.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from cogserve import jsoncodec
-from cogserve.protocol import Message
+from cogserve.wire import jsoncodec
+from cogserve.wire.protocol import Message
 
 if TYPE_CHECKING:
     import asyncio  # a sync worker never imports asyncio (20 ms of its start)

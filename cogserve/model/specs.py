@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from cogserve.runner import MISSING, FieldInfo
+from cogserve.sdk.runner import MISSING, FieldInfo
 
 
 class TypeKind(StrEnum):

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cogserve.scope import current_scope
-from cogserve.types import Path
+from cogserve.sdk.scope import current_scope
+from cogserve.sdk.types import Path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -261,6 +261,6 @@ def weights_argument(setup: Any) -> dict[str, Any]:
 
 def cog_weights() -> str | None:
     """COG_WEIGHTS, or None when unset or empty."""
-    from cogserve.envvars import env_text
+    from cogserve.process.envvars import env_text
 
     return env_text("COG_WEIGHTS") or None

@@ -19,7 +19,7 @@ from abc import abstractmethod
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from cogserve.datatypes import Datatype, Family, named
+from cogserve.wire.datatypes import Datatype, Family, named
 
 # The file names Cog gives downloaded inputs: no NUL or "/", at most 200 bytes
 FILENAME_ILLEGAL_CHARS = set("\u0000/")
@@ -320,7 +320,7 @@ class BaseModel:
         type.__setattr__(cls, "_auto_dataclass", auto_dataclass)
         if auto_dataclass:
             if not kwargs.get("kw_only"):
-                from cogserve.pydantic_style import pydantic_style_fields
+                from cogserve.sdk.pydantic_style import pydantic_style_fields
 
                 pydantic_style_fields(cls)  # older SDKs' BaseModel was pydantic's
             dataclasses.dataclass(init=init, **kwargs)(cls)  # type: ignore[call-overload]

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogserve.exceptions import DefinitionError
-from cogserve.model_import import import_ref
-from cogserve.protocol import Mode
-from cogserve.runner import (
+from cogserve.model.signature import read_signature
+from cogserve.model.specs import Signature
+from cogserve.sdk.model_import import import_ref
+from cogserve.sdk.runner import (
     BasePredictor,
     BatchLimits,
     declared_batch,
@@ -24,8 +25,7 @@ from cogserve.runner import (
     is_streaming,
     user_defines,
 )
-from cogserve.signature import read_signature
-from cogserve.specs import Signature
+from cogserve.wire.protocol import Mode
 
 
 @dataclass

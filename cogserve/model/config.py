@@ -2,7 +2,7 @@
 
 Everything the parent needs from cog.yaml is gathered into one `ModelConfig`, so the
 rest of the code never reads cog.yaml itself; environment variables are read through
-`cogserve.envvars`.
+`cogserve.process.envvars`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from cogserve.exceptions import DefinitionError
-from cogserve.protocol import Mode
+from cogserve.wire.protocol import Mode
 
 
 @dataclass

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-from cogserve import protocol
-from cogserve.protocol import UserHealth
 from cogserve.runtime.supervisor import WorkerHandle
+from cogserve.wire import protocol
+from cogserve.wire.protocol import UserHealth
 
 
 class UserHealthcheck:

@@ -19,10 +19,11 @@ import typing
 from typing import Any
 
 from cogserve.exceptions import DefinitionError
-from cogserve.runner import MISSING, DefaultFactory, FieldInfo
-from cogserve.schema import input_property
-from cogserve.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
-from cogserve.types import (
+from cogserve.model.schema import input_property
+from cogserve.model.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
+from cogserve.model.validation import Errors, compile_property  # one rule set for both
+from cogserve.sdk.runner import MISSING, DefaultFactory, FieldInfo
+from cogserve.sdk.types import (
     AsyncConcatenateIterator,
     ConcatenateIterator,
     File,
@@ -32,8 +33,7 @@ from cogserve.types import (
     Tensor,
     tensor_datatype,
 )
-from cogserve.types import BaseModel as CogBaseModel
-from cogserve.validation import Errors, compile_property  # one rule set for both
+from cogserve.sdk.types import BaseModel as CogBaseModel
 
 PRIMITIVES = {str: TypeKind.STR, int: TypeKind.INT, float: TypeKind.FLOAT, bool: TypeKind.BOOL}
 JSON_NATIVE = {TypeKind.STR, TypeKind.INT, TypeKind.FLOAT, TypeKind.BOOL, TypeKind.ANY,
@@ -452,7 +452,7 @@ def _is_pydantic_model(tp: type) -> bool:
 
 
 def _name(tp: Any) -> str:
-    """How the author wrote the type: `Path | str`, not `cogserve.types.Path | str`."""
+    """How the author wrote the type: `Path | str`, not `cogserve.sdk.types.Path | str`."""
     if isinstance(tp, type) and not typing.get_args(tp):
         return tp.__name__
     return re.sub(r"\b(?:[A-Za-z_][A-Za-z0-9_]*\.)+([A-Za-z_][A-Za-z0-9_]*)", r"\1", str(tp))

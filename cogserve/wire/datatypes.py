@@ -1,7 +1,7 @@
 """The V2 tensor datatypes: their wire names, element sizes and families, once.
 
 A module of its own, stdlib only, because three sides need the same list and must not
-pull in each other's imports: model code (`cogserve.types.Tensor`, the SDK side, which
+pull in each other's imports: model code (`cogserve.sdk.types.Tensor`, the SDK side, which
 stays light), the worker (which maps each datatype to a numpy dtype) and the parent's
 V2 codec (which packs JSON numbers with the `array` module).
 """

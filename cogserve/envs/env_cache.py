@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from cogserve.envvars import env_store_root
+from cogserve.process.envvars import env_store_root
 
 MARKER = "cogserve-env.json"
 LOCKS = ".locks"

@@ -28,8 +28,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from cogserve.envvars import env_switch, env_text
 from cogserve.exceptions import DefinitionError
+from cogserve.process.envvars import env_switch, env_text
 
 _tracer: Any = None  # an opentelemetry Tracer once configured
 _provider: Any = None

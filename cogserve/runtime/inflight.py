@@ -29,9 +29,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from cogserve import protocol
-from cogserve.protocol import FromWorker, Mode
-from cogserve.runner import BatchLimits
 from cogserve.runtime import handover
 from cogserve.runtime.backlog import Backlog
 from cogserve.runtime.batcher import Batcher
@@ -39,7 +36,10 @@ from cogserve.runtime.errors import AtCapacity, InputNotSendable, QueueFull, Unk
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.pool import Member, Slot, WorkerState
 from cogserve.runtime.prediction import Prediction
-from cogserve.states import Status
+from cogserve.sdk.runner import BatchLimits
+from cogserve.wire import protocol
+from cogserve.wire.protocol import FromWorker, Mode
+from cogserve.wire.states import Status
 
 if TYPE_CHECKING:
     from cogserve.runtime.outputs import FileOutputs

@@ -230,6 +230,6 @@ _GLIBC_MALLOC = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP
 
 def malloc_set_by_user() -> bool:
     """Whether glibc's malloc thresholds were set by the user (its own variables), which
-    `cogserve.heap` then leaves as they are."""
+    `cogserve.process.heap` then leaves as they are."""
     return (any(os.environ.get(name) for name in _GLIBC_MALLOC)
             or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""))

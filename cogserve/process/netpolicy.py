@@ -21,7 +21,7 @@ import enum
 import ipaddress
 import socket
 
-from cogserve.envvars import env_choice
+from cogserve.process.envvars import env_choice
 
 
 class URLPolicy(enum.Enum):

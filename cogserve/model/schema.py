@@ -10,10 +10,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from cogserve.runner import MISSING
-from cogserve.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
-from cogserve.states import Status, WebhookEvent
-from cogserve.types import Secret
+from cogserve.model.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
+from cogserve.sdk.runner import MISSING
+from cogserve.sdk.types import Secret
+from cogserve.wire.states import Status, WebhookEvent
 
 _JSON_TYPES = {TypeKind.STR: "string", TypeKind.INT: "integer", TypeKind.FLOAT: "number",
                TypeKind.BOOL: "boolean"}

@@ -3,7 +3,7 @@
 Cog 0.8 to 0.16 made `cog.BaseModel` pydantic's BaseModel; Cog 0.17 made it a dataclass,
 whose rules refuse some of those classes (a field without a default after one with a
 default) or their construction (an Optional field left out). Called by
-`BaseModel.__init_subclass__` (cogserve/types.py) before the dataclass is made.
+`BaseModel.__init_subclass__` (cogserve/sdk/types.py) before the dataclass is made.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cogserve.envvars import malloc_set_by_user
+from cogserve.process.envvars import malloc_set_by_user
 
 THRESHOLD = 32 * 1024 * 1024  # glibc's upper bound for M_MMAP_THRESHOLD on 64-bit
 _M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)

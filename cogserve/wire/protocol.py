@@ -1,6 +1,6 @@
 """The parent<->worker protocol: every message, key, threshold and file prefix, in one place.
 
-Two socketpairs join the parent and the worker (see `cogserve.ipc` for the framing):
+Two socketpairs join the parent and the worker (see `cogserve.wire.ipc` for the framing):
 the *control* channel carries the lifecycle (schema, setup logs, ready, cancel,
 healthcheck, shutdown, and the `go` of `cogserve predict`'s handshake) and the *data*
 channel carries predictions and their events. Every message is a JSON object whose

@@ -19,19 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cogserve import interrupt
-from cogserve.config import ModelConfig, load_config
-from cogserve.envvars import env_int, env_port, env_text
 from cogserve.exceptions import DefinitionError
-from cogserve.log_writer import BackgroundLogHandler
-from cogserve.protocol import Mode
+from cogserve.model.config import ModelConfig, load_config
+from cogserve.process import interrupt
+from cogserve.process.envvars import env_int, env_port, env_text
+from cogserve.process.log_writer import BackgroundLogHandler
 from cogserve.runtime.errors import StoreError
-from cogserve.states import Event
+from cogserve.wire.protocol import Mode
+from cogserve.wire.states import Event
 
 if TYPE_CHECKING:  # for annotations only: each command imports its modules where used
-    from cogserve.assembly import Runtime
+    from cogserve.assembly import Assembled
+    from cogserve.model.validation import InputValidator
     from cogserve.runtime.service import Service
-    from cogserve.validation import InputValidator
 
 log = logging.getLogger("cogserve")
 
@@ -295,7 +295,7 @@ def _mount_weights(config: ModelConfig) -> None:
 def _serve_port(args: argparse.Namespace, default: int) -> int:
     """-p, else Vertex AI's AIP_HTTP_PORT (with its routes), else SageMaker's 8080 (with
     --sagemaker), else $PORT or 5000 (`default`)."""
-    from cogserve.envvars import vertex_routes
+    from cogserve.process.envvars import vertex_routes
 
     args.sagemaker = args.sagemaker or args.contract == "serve"
     if args.port is not None:
@@ -315,7 +315,7 @@ def _check_variables(url: str | None) -> None:
     here, not at the first webhook or upload): COGSERVE_WEBHOOK_SECRET; for a bucket in
     --upload-url, the s3 extra and COGSERVE_UPLOAD_PRESIGN."""
     from cogserve import buckets
-    from cogserve.envvars import upload_presign, webhook_secret
+    from cogserve.process.envvars import upload_presign, webhook_secret
 
     webhook_secret()
     if url is None or not url.startswith(buckets.SCHEMES):
@@ -361,7 +361,7 @@ def _serve(args: argparse.Namespace) -> None:
         uvloop.run(_serve_async(runtime, args))
 
 
-async def _serve_async(runtime: Runtime, args: argparse.Namespace) -> None:
+async def _serve_async(runtime: Assembled, args: argparse.Namespace) -> None:
     """Start the service, then import the HTTP stack and serve: the worker boots (Python,
     its imports, setup()) while uvicorn and the app are imported and built, ~45 ms that
     used to come before the worker was spawned (the app's lifespan started it; the no-op
@@ -417,8 +417,8 @@ def _handle_signals(service: Service, stop: asyncio.Event,
 
 
 def _schema(args: argparse.Namespace) -> None:
-    from cogserve.loader import load_model
-    from cogserve.schema import openapi_document
+    from cogserve.model.loader import load_model
+    from cogserve.model.schema import openapi_document
 
     config = load_config(args.directory, args.predictor)
     _reexec_in_model_env(config, args)
@@ -489,7 +489,8 @@ def _predict(args: argparse.Namespace, mode: Mode) -> int:
         logging.getLogger("cogserve").setLevel(logging.CRITICAL)
     config = load_config(args.directory, args.predictor)
     config.ref(mode)
-    from cogserve.cli_inputs import InputError, read_json_argument
+    from cogserve.cli.inputs import read_json_argument
+    from cogserve.model.verdicts import InputError
 
     try:  # before the model starts: a bad --json costs nothing
         given = read_json_argument(args.json) if args.json is not None else None
@@ -501,15 +502,15 @@ def _predict(args: argparse.Namespace, mode: Mode) -> int:
 
 async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mode,
                          given: dict[str, Any] | None) -> int:
-    from cogserve.cli_inputs import InputError
-    from cogserve.cli_output import OutputError, Presenter, writable_target
+    from cogserve.cli.output import OutputError, Presenter, writable_target
     from cogserve.envs.builder import EnvBuildError
     from cogserve.envs.command import to_stderr
+    from cogserve.model.verdicts import InputError
     from cogserve.runtime import settings as runtime_settings
     from cogserve.runtime.errors import Refusal
     from cogserve.runtime.request import PredictionRequest
     from cogserve.runtime.service import Service
-    from cogserve.states import Health
+    from cogserve.wire.states import Health
 
     settings = runtime_settings.for_model(config, no_env=args.no_env)
     settings.workers = 1  # one prediction: COGSERVE_WORKERS is for `serve`
@@ -585,7 +586,8 @@ def _command_line_inputs(args: argparse.Namespace, given: dict[str, Any] | None,
     """`--json` (its `@file` values read as data URLs) and `-i` pairs, checked by the
     server's validator and refused in `cog`'s words; `-i` overrides a `--json` key
     (cogserve's; `cog` refuses both at once)."""
-    from cogserve.cli_inputs import check_inputs, check_names, coerce_inputs, files_to_data_urls
+    from cogserve.cli.inputs import coerce_inputs, files_to_data_urls
+    from cogserve.model.verdicts import check_inputs, check_names
 
     raw: dict[str, Any] = {}
     if given is not None:

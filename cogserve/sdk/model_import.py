@@ -72,7 +72,7 @@ def _import_failure(target: str, exc: BaseException, directory: pathlib.Path) ->
     if isinstance(exc, SyntaxError):
         line = f"{pathlib.Path(exc.filename or target).name}:{exc.lineno}: "
     message = f"{line}importing {target} failed: {type(exc).__name__}: {exc}"
-    from cogserve.import_hints import missing_module_hint, old_sdk_hint
+    from cogserve.sdk.import_hints import missing_module_hint, old_sdk_hint
 
     old_sdk = old_sdk_hint(exc)
     if old_sdk:

@@ -1,0 +1,6 @@
+"""`python -m cogserve.cli`."""
+
+
+from cogserve.cli.main import main
+
+main()
