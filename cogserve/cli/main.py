@@ -144,23 +144,29 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
 
 
+# the numeric capacity flags, `--queue-size` for `queue_size`: (Settings attribute, type,
+# metavar, help); each is None when unset, keeping the environment's value
+_LIMITS: tuple[tuple[str, type[int] | type[float], str, str], ...] = (
+    ("queue_size", int, "N",
+     "predictions that may wait for a free slot (COGSERVE_QUEUE_SIZE; default 0: answer 409 "
+     "at once, as Cog does); a full queue answers 429 with Retry-After"),
+    ("queue_timeout", float, "S",
+     "fail a prediction that waited longer than S seconds in the queue "
+     "(COGSERVE_QUEUE_TIMEOUT)"),
+    ("predict_timeout", float, "S",
+     "cancel and fail a prediction that runs longer than S seconds (COGSERVE_PREDICT_TIMEOUT; "
+     "a request's X-Prediction-Timeout header or V2 timeout parameter may ask for less)"),
+    ("workers", int, "N",
+     "worker processes, each running setup() once (COGSERVE_WORKERS, default 1)"),
+)
+
+
 def _capacity_flags(serve: argparse.ArgumentParser) -> None:
     """Queue, pool, deadline and reload flags; unset ones keep the environment's value."""
     group = serve.add_argument_group("capacity (defaults: Cog's behaviour)")
-    group.add_argument("--queue-size", type=int, default=None, metavar="N",
-                       help="predictions that may wait for a free slot (COGSERVE_QUEUE_SIZE; "
-                            "default 0: answer 409 at once, as Cog does); a full queue "
-                            "answers 429 with Retry-After")
-    group.add_argument("--queue-timeout", type=float, default=None, metavar="S",
-                       help="fail a prediction that waited longer than S seconds in the queue "
-                            "(COGSERVE_QUEUE_TIMEOUT)")
-    group.add_argument("--predict-timeout", type=float, default=None, metavar="S",
-                       help="cancel and fail a prediction that runs longer than S seconds "
-                            "(COGSERVE_PREDICT_TIMEOUT; a request's X-Prediction-Timeout "
-                            "header or V2 timeout parameter may ask for less)")
-    group.add_argument("--workers", type=int, default=None, metavar="N",
-                       help="worker processes, each running setup() once (COGSERVE_WORKERS, "
-                            "default 1)")
+    for name, kind, metavar, text in _LIMITS:
+        group.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None,
+                           metavar=metavar, help=text)
     group.add_argument("--gpus", default=None, metavar="LIST",
                        help="CUDA_VISIBLE_DEVICES per worker, round-robin from a comma-"
                             "separated list, e.g. 0,1 (COGSERVE_GPUS)")
@@ -172,7 +178,7 @@ def _capacity_flags(serve: argparse.ArgumentParser) -> None:
 def _apply_capacity(args: argparse.Namespace, settings: Any) -> None:
     from cogserve.runtime.settings import parse_gpus
 
-    for name in ("queue_size", "queue_timeout", "predict_timeout", "workers"):
+    for name, _, _, _ in _LIMITS:
         value = getattr(args, name)
         if value is None:
             continue

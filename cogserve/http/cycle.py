@@ -124,15 +124,15 @@ class FlowControl:
             self.read_paused = False
             self.transport.resume_reading()
 
+    # the transport calls these two in turn, and the connection resumes once more when
+    # it is lost: each is idempotent as it stands, so neither asks first
     def pause_writing(self) -> None:
-        if not self.write_paused:
-            self.write_paused = True
-            self._writable.clear()
+        self.write_paused = True
+        self._writable.clear()
 
     def resume_writing(self) -> None:
-        if self.write_paused:
-            self.write_paused = False
-            self._writable.set()
+        self.write_paused = False
+        self._writable.set()
 
 
 def _nothing() -> None:

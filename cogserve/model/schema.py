@@ -267,6 +267,18 @@ _UNKNOWN_ID = {"404": {"description": "Not Found: no such id", "content": {"appl
     "schema": {"title": "Unknown Id", "type": "object"}}}}}
 
 
+def _body(ref: str, title: str | None = None) -> dict[str, Any]:
+    """A JSON request body of schema `ref`; with a title (an idempotent PUT's, as FastAPI
+    writes it) the schema is `allOf` the one."""
+    schema = {"$ref": ref} if title is None else {"title": title, "allOf": [{"$ref": ref}]}
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _cancel_responses(title: str) -> dict[str, Any]:
+    """A cancel's answers: `{}` (titled as Cog's), 404 with `{}` for an unknown id."""
+    return {**_plain(title), "422": _ok("")["422"], **_errors("401"), **_UNKNOWN_ID}
+
+
 def _plain(title: str) -> dict[str, Any]:
     return {
         "200": {
@@ -329,7 +341,7 @@ _PREDICTION_PATHS: dict[str, Any] = {
     "/predictions": {"post": {
         "summary": "Predict", "description": "Run a single prediction on the model",
         "operationId": "predict_predictions_post", "parameters": [_PREFER],
-        "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/PredictionRequest"}}}},
+        "requestBody": _body("#/components/schemas/PredictionRequest"),
         "responses": _ok("#/components/schemas/PredictionResponse")},
         "get": _listing("prediction", "#/components/schemas/PredictionResponse")},
     "/predictions/{prediction_id}": {"put": {
@@ -337,15 +349,13 @@ _PREDICTION_PATHS: dict[str, Any] = {
         "description": "Run a single prediction on the model (idempotent creation).",
         "operationId": "predict_idempotent_predictions__prediction_id__put",
         "parameters": [_id_param("prediction_id", "Prediction ID"), _PREFER],
-        "requestBody": {"content": {"application/json": {"schema": {
-            "title": "Prediction Request", "allOf": [{"$ref": "#/components/schemas/PredictionRequest"}]}}}},
+        "requestBody": _body("#/components/schemas/PredictionRequest", "Prediction Request"),
         "responses": _ok("#/components/schemas/PredictionResponse")}},
     "/predictions/{prediction_id}/cancel": {"post": {
         "summary": "Cancel", "description": "Cancel a running prediction",
         "operationId": "cancel_predictions__prediction_id__cancel_post",
         "parameters": [_id_param("prediction_id", "Prediction ID")],
-        "responses": {**_plain("Response Cancel Predictions  Prediction Id  Cancel Post"),
-                      "422": _ok("")["422"], **_errors("401"), **_UNKNOWN_ID}}},
+        "responses": _cancel_responses("Response Cancel Predictions  Prediction Id  Cancel Post")}},
     "/shutdown": {"post": {"summary": "Start Shutdown", "operationId": "start_shutdown_shutdown_post",
                            "responses": {**_plain("Response Start Shutdown Shutdown Post"),
                                          **_errors("401", "403")}}},
@@ -423,18 +433,16 @@ def _training_paths() -> dict[str, Any]:
     return {
         "/trainings": {"post": {
             "summary": "Train", "operationId": "train_trainings_post", "parameters": [_PREFER],
-            "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/TrainingRequest"}}}},
+            "requestBody": _body("#/components/schemas/TrainingRequest"),
             "responses": _ok("#/components/schemas/TrainingResponse")},
             "get": _listing("training", "#/components/schemas/TrainingResponse")},
         "/trainings/{training_id}": {"put": {
             "summary": "Train Idempotent", "operationId": "train_idempotent_trainings__training_id__put",
             "parameters": [_id_param("training_id", "Training ID"), _PREFER],
-            "requestBody": {"content": {"application/json": {"schema": {
-                "title": "Training Request", "allOf": [{"$ref": "#/components/schemas/TrainingRequest"}]}}}},
+            "requestBody": _body("#/components/schemas/TrainingRequest", "Training Request"),
             "responses": _ok("#/components/schemas/TrainingResponse")}},
         "/trainings/{training_id}/cancel": {"post": {
             "summary": "Cancel Training", "operationId": "cancel_training_trainings__training_id__cancel_post",
             "parameters": [_id_param("training_id", "Training ID")],
-            "responses": {**_plain("Response Cancel Training Trainings  Training Id  Cancel Post"),
-                          "422": _ok("")["422"], **_errors("401"), **_UNKNOWN_ID}}},
+            "responses": _cancel_responses("Response Cancel Training Trainings  Training Id  Cancel Post")}},
     }

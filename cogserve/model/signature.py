@@ -22,18 +22,8 @@ from cogserve.exceptions import DefinitionError
 from cogserve.model.schema import input_property
 from cogserve.model.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
 from cogserve.model.validation import Errors, compile_property  # one rule set for both
+from cogserve.sdk import types as sdk_types
 from cogserve.sdk.runner import MISSING, DefaultFactory, FieldInfo
-from cogserve.sdk.types import (
-    AsyncConcatenateIterator,
-    ConcatenateIterator,
-    File,
-    Opaque,
-    Path,
-    Secret,
-    Tensor,
-    tensor_datatype,
-)
-from cogserve.sdk.types import BaseModel as CogBaseModel
 
 PRIMITIVES = {str: TypeKind.STR, int: TypeKind.INT, float: TypeKind.FLOAT, bool: TypeKind.BOOL}
 JSON_NATIVE = {TypeKind.STR, TypeKind.INT, TypeKind.FLOAT, TypeKind.BOOL, TypeKind.ANY,
@@ -165,7 +155,7 @@ def _opaque(tp: Any) -> TypeSpec | None:
     if typing.get_origin(tp) is not typing.Annotated:
         return None
     base, *extras = typing.get_args(tp)
-    if not any(e is Opaque for e in extras):
+    if not any(e is sdk_types.Opaque for e in extras):
         return None
     optional = False
     if typing.get_origin(base) in (typing.Union, types.UnionType):
@@ -222,11 +212,11 @@ def _input_type(tp: Any, where: _Where, name: str) -> TypeSpec:
     if tensor is not None:
         return tensor
     if isinstance(tp, type):
-        if issubclass(tp, pathlib.Path) or tp is Path:
+        if issubclass(tp, pathlib.Path) or tp is sdk_types.Path:
             return TypeSpec(TypeKind.PATH)
-        if issubclass(tp, File) or tp is io.IOBase:
+        if issubclass(tp, sdk_types.File) or tp is io.IOBase:
             return TypeSpec(TypeKind.FILE)
-        if issubclass(tp, Secret):
+        if issubclass(tp, sdk_types.Secret):
             return TypeSpec(TypeKind.SECRET)
         if issubclass(tp, enum.Enum):
             values = tuple(m.value for m in tp)
@@ -283,7 +273,7 @@ def _check_input(spec: InputSpec, where: _Where) -> None:
 def check_default(spec: InputSpec) -> str | None:
     """Why a default breaks its own declaration, or None."""
     value = spec.default
-    if isinstance(value, Secret):
+    if isinstance(value, sdk_types.Secret):
         value = value.get_secret_value()
     elif isinstance(value, pathlib.Path):
         value = str(value)
@@ -308,11 +298,9 @@ def _output_type(tp: Any, where: _Where) -> OutputSpec:
         opaque = _opaque(tp)
         return OutputSpec(opaque) if opaque else _output_type(typing.get_args(tp)[0], where)
     args = typing.get_args(tp)
-    if tp in (ConcatenateIterator, AsyncConcatenateIterator) or origin in (
-        ConcatenateIterator,
-        AsyncConcatenateIterator,
-    ):
-        is_async = (origin or tp) is AsyncConcatenateIterator
+    concatenating = (sdk_types.ConcatenateIterator, sdk_types.AsyncConcatenateIterator)
+    if tp in concatenating or origin in concatenating:
+        is_async = (origin or tp) is sdk_types.AsyncConcatenateIterator
         item = _value_type(args[0], where) if args else TypeSpec(TypeKind.STR)
         if item.kind != TypeKind.STR:
             raise where.error("ConcatenateIterator must yield str")
@@ -367,11 +355,11 @@ def _value_type(tp: Any, where: _Where) -> TypeSpec:
     if isinstance(tp, type):
         if issubclass(tp, pathlib.Path):
             return TypeSpec(TypeKind.PATH)
-        if issubclass(tp, File) or issubclass(tp, io.IOBase):
+        if issubclass(tp, sdk_types.File) or issubclass(tp, io.IOBase):
             return TypeSpec(TypeKind.FILE)
-        if issubclass(tp, Secret):
+        if issubclass(tp, sdk_types.Secret):
             return TypeSpec(TypeKind.SECRET)
-        if issubclass(tp, CogBaseModel) and dataclasses.is_dataclass(tp):
+        if issubclass(tp, sdk_types.BaseModel) and dataclasses.is_dataclass(tp):
             hints = _field_hints(tp)
             fields = tuple(
                 (f.name, _value_type(hints[f.name], where),
@@ -419,7 +407,7 @@ def _typeddict_required(tp: Any) -> set[str]:
 
 def _tensor_type(tp: Any) -> TypeSpec | None:
     """cogserve.Tensor[...] or numpy.ndarray (also NDArray[np.float32]), without importing numpy."""
-    if isinstance(tp, type) and issubclass(tp, Tensor):
+    if isinstance(tp, type) and issubclass(tp, sdk_types.Tensor):
         return TypeSpec(TypeKind.TENSOR, tensor=(tp.datatype, tp.shape))
     base = typing.get_origin(tp) or tp
     if not (isinstance(base, type) and base.__name__ == "ndarray"
@@ -431,7 +419,7 @@ def _tensor_type(tp: Any) -> TypeSpec | None:
         scalar = typing.get_args(args[1])
         if scalar and isinstance(scalar[0], type):
             try:
-                datatype = tensor_datatype(scalar[0])
+                datatype = sdk_types.tensor_datatype(scalar[0])
             except TypeError:
                 datatype = None  # np.generic, np.floating...: any datatype
     return TypeSpec(TypeKind.TENSOR, tensor=(datatype, None))

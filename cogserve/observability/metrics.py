@@ -27,7 +27,7 @@ value changed (eight per prediction request); the rarer series keep them.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -149,6 +149,15 @@ class Metrics:
         self.v2_inferences = Counter(
             "cogserve_v2_inferences", "Open Inference Protocol inference requests, by model "
             "and outcome (succeeded, failed, canceled, rejected)", ["model", "outcome"], **r)
+        # what each webhook attempt's outcome and each SSE client's change counts
+        self._webhook_counts: dict[WebhookOutcome, Callable[[], None]] = {
+            WebhookOutcome.DELIVERED: self.webhook_deliveries.inc,
+            WebhookOutcome.RETRIED: self.webhook_retries.inc,
+            WebhookOutcome.FAILED: self.webhook_failures.inc}
+        self._sse_counts: dict[SSEChange, Callable[[], None]] = {
+            SSEChange.CONNECTED: self.sse_clients.inc,
+            SSEChange.DISCONNECTED: self.sse_clients.dec,
+            SSEChange.LAGGED: self.sse_lagged.inc}
         # every outcome is a series from the start, so rate() sees zeros rather than nothing
         for kind in KINDS:
             for outcome in OUTCOMES:
@@ -177,21 +186,9 @@ class Metrics:
             self.batch_size.observe((), fields["size"])
             self.batch_wait.observe((), fields["wait"])
         elif event is RuntimeEvent.WEBHOOK_ATTEMPT:
-            outcome = fields["outcome"]
-            if outcome is WebhookOutcome.DELIVERED:
-                self.webhook_deliveries.inc()
-            elif outcome is WebhookOutcome.RETRIED:
-                self.webhook_retries.inc()
-            else:
-                self.webhook_failures.inc()
+            self._webhook_counts[fields["outcome"]]()
         elif event is RuntimeEvent.SSE_CLIENT:
-            change = fields["change"]
-            if change is SSEChange.CONNECTED:
-                self.sse_clients.inc()
-            elif change is SSEChange.DISCONNECTED:
-                self.sse_clients.dec()
-            else:
-                self.sse_lagged.inc()
+            self._sse_counts[fields["change"]]()
         elif event is RuntimeEvent.V2_INFERENCE:
             self.v2_inferences.labels(fields["model"], fields["outcome"]).inc()
         elif event is RuntimeEvent.UPLOAD:

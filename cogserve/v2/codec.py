@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -67,19 +68,17 @@ def flatten(data: Any, where: str) -> list[Any]:
     return flat
 
 
+@dataclass(slots=True, eq=False)
 class WireTensor:
-    """One decoded request tensor: either JSON elements or raw little-endian bytes."""
+    """One decoded request tensor: either JSON elements (`items`) or raw little-endian
+    bytes (`raw`)."""
 
-    __slots__ = ("name", "dtype", "shape", "count", "_items", "_raw")
-
-    def __init__(self, name: str, dtype: Datatype, shape: list[int], count: int,
-                 items: list[Any] | None = None, raw: bytes | memoryview | None = None) -> None:
-        self.name = name
-        self.dtype = dtype
-        self.shape = shape
-        self.count = count
-        self._items = items
-        self._raw = raw
+    name: str
+    dtype: Datatype
+    shape: list[int]
+    count: int
+    items: list[Any] | None = None
+    raw: bytes | memoryview | None = None
 
     @property
     def where(self) -> str:
@@ -88,24 +87,24 @@ class WireTensor:
     def packed(self) -> bytes | memoryview:
         """The tensor as little-endian bytes (checked against the datatype's range); a
         binary tensor's own bytes, not a copy (4 MB for FP32[1M])."""
-        if self._raw is not None:
-            return self._raw
-        assert self._items is not None
-        return pack(self.dtype, self._items, self.where)
+        if self.raw is not None:
+            return self.raw
+        assert self.items is not None
+        return pack(self.dtype, self.items, self.where)
 
     def values(self) -> list[Any]:
         """Flat Python elements: bool, int, float, or bytes/str for BYTES."""
-        if self._items is not None:
+        if self.items is not None:
             if self.dtype.family is not Family.BYTES:
-                pack(self.dtype, self._items, self.where)  # type and range check
+                pack(self.dtype, self.items, self.where)  # type and range check
             else:
-                for item in self._items:
+                for item in self.items:
                     if not isinstance(item, str | bytes):
                         raise TensorError(f"{self.where}: {item!r} is not a BYTES value "
                                           "(a string)")
-            return self._items
-        assert self._raw is not None
-        return unpack(self.dtype, self._raw, self.count, self.where)
+            return self.items
+        assert self.raw is not None
+        return unpack(self.dtype, self.raw, self.count, self.where)
 
 
 def read_tensor(spec: Any, binary: memoryview, offset: int) -> tuple[WireTensor, int]:

@@ -176,11 +176,8 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
     downloads = Downloads()
     try:
         for entry in (model, trainer):
-            result = _run_setup(entry) if entry is not None else None
-            if inspect.isawaitable(result):
-                import asyncio
-
-                asyncio.run(_await(result))
+            if entry is not None:
+                predict.run_to_end(_run_setup(entry))
     except BaseException as exc:  # noqa: BLE001
         _setup_failed(control, router, exc)
     router.fallback.flush()
@@ -226,10 +223,6 @@ def _exit() -> NoReturn:
     if spans is not None:
         spans.flush()
     os._exit(0)
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
 
 
 # ---------------------------------------------------------------- async

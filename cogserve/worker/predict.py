@@ -488,11 +488,7 @@ def has_files(model: LoadedModel) -> bool:
 def run_healthcheck(model: LoadedModel) -> tuple[protocol.UserHealth, str | None]:
     """Run a sync user healthcheck (in the calling thread)."""
     try:
-        result = model.healthcheck()
-        if inspect.isawaitable(result):
-            import asyncio
-
-            result = asyncio.run(_await(result))
+        result = run_to_end(model.healthcheck())
     except Exception as exc:  # noqa: BLE001
         return protocol.UserHealth.UNHEALTHY, healthcheck_raised(exc)
     return healthcheck_verdict(result)
@@ -512,7 +508,17 @@ def healthcheck_raised(exc: BaseException) -> str:
     return f"Healthcheck failed: {type(exc).__name__}: {exc}"
 
 
+def run_to_end(result: Any) -> Any:
+    """`result`, or what it resolves to when it is awaitable (an async setup() or
+    healthcheck() called from the sync serve loop): run in an event loop of its own."""
+    if inspect.isawaitable(result):
+        import asyncio
+
+        return asyncio.run(_await(result))
+    return result
+
+
 async def _await(awaitable: Any) -> Any:
-    return await awaitable
+    return await awaitable  # asyncio.run takes a coroutine, not any awaitable
 
 

@@ -25,20 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cogserve.runtime.errors import StoreError
-from cogserve.runtime.store.interface import (
-    Bounds,
-    Claimed,
-    Dropped,
-    FinishedBatch,
-    Hook,
-    Page,
-    PredictionStore,
-    Record,
-    Stage,
-    Write,
-    cursor_of,
-    parse_cursor,
-)
+from cogserve.runtime.store import interface
 
 if TYPE_CHECKING:
     import redis
@@ -190,7 +177,7 @@ return {records, hooks}
 _FIELDS = ("kind", "status", "stage", "created", "body", "finished", "request")
 
 
-class RedisStore(PredictionStore):
+class RedisStore(interface.PredictionStore):
     shared = True
 
     def __init__(self, url: str, namespace: str) -> None:
@@ -230,15 +217,15 @@ class RedisStore(PredictionStore):
 
     # ------------------------------------------------------------ writing
 
-    def write(self, batch: Sequence[Write], bounds: Bounds, owner: str) -> None:
+    def write(self, batch: Sequence[interface.Write], bounds: interface.Bounds, owner: str) -> None:
         p = self.prefix
         pipe = self.client.pipeline(transaction=True)
         scripts = self._scripts
         saves: list[Any] = [p, owner]
         now = time.time()
         for item in batch:
-            if isinstance(item, Record):
-                finished = item.stage is Stage.FINISHED
+            if isinstance(item, interface.Record):
+                finished = item.stage is interface.Stage.FINISHED
                 when = (now if item.finished is None else item.finished) if finished else None
                 saves += [item.id, item.kind, item.status, item.stage, repr(item.created),
                           "" if when is None else repr(when), item.body, item.request or b""]
@@ -246,16 +233,16 @@ class RedisStore(PredictionStore):
             if len(saves) > 2:  # the records before this write go first, in order
                 scripts["save"](args=saves, client=pipe)
                 saves = [p, owner]
-            if isinstance(item, FinishedBatch):
+            if isinstance(item, interface.FinishedBatch):
                 rows = item.rows
                 scripts["finish"](args=[p, owner, repr(now), orjson.dumps(
                     [(row[0], row[1], row[2], row[3], len(row[4])) for row in rows]),
                     b"".join([row[4] for row in rows])], client=pipe)
-            elif isinstance(item, Hook):
+            elif isinstance(item, interface.Hook):
                 packed = orjson.dumps([item.delivery, item.url, item.headers.decode(),
                                        item.body.decode()])
                 scripts["hook"](args=[p, item.id, item.seq, packed, owner], client=pipe)
-            elif isinstance(item, Dropped):
+            elif isinstance(item, interface.Dropped):
                 scripts["drop"](args=[p, item.id, repr(now)], client=pipe)
             else:
                 scripts["done"](args=[p, item.id, item.seq], client=pipe)
@@ -268,7 +255,7 @@ class RedisStore(PredictionStore):
 
     # ------------------------------------------------------------ reading
 
-    def get(self, prediction_id: str) -> Record | None:
+    def get(self, prediction_id: str) -> interface.Record | None:
         values = self._call("reading", self.client.hmget, self.prefix + "r:" + prediction_id,
                             list(_FIELDS))
         return _record(prediction_id, values)
@@ -277,12 +264,12 @@ class RedisStore(PredictionStore):
         return self._call("reading", self.client.zscore, self.prefix + "ev",
                           prediction_id) is not None
 
-    def page(self, kind: str, status: str | None, limit: int, cursor: str | None) -> Page:
+    def page(self, kind: str, status: str | None, limit: int, cursor: str | None) -> interface.Page:
         key = self.prefix + "s:" + kind + (f":{status}" if status is not None else "")
         top: float | str = "+inf"
         after = None
         if cursor is not None:
-            top, after = parse_cursor(cursor)
+            top, after = interface.parse_cursor(cursor)
         # newest first: score (created) down, then id down, as Redis orders equal scores
         found = self._call("reading", lambda: self.client.zrevrangebyscore(
             key, top, "-inf", start=0, num=limit + 65, withscores=True))
@@ -292,11 +279,11 @@ class RedisStore(PredictionStore):
         for prediction_id, _ in ids[:limit]:
             pipe.hget(self.prefix + "r:" + prediction_id, "body")
         bodies = [body for body in self._call("reading", pipe.execute) if body is not None]
-        following = cursor_of(ids[limit - 1][1], ids[limit - 1][0]) if len(ids) > limit \
+        following = interface.cursor_of(ids[limit - 1][1], ids[limit - 1][0]) if len(ids) > limit \
             else None
-        return Page(bodies, following)
+        return interface.Page(bodies, following)
 
-    def claim(self, owner: str) -> Claimed:
+    def claim(self, owner: str) -> interface.Claimed:
         p = self.prefix
         record_ids, hook_ids = self._call("claiming", lambda: self._scripts["claim"](
             args=[p, owner]))
@@ -306,7 +293,7 @@ class RedisStore(PredictionStore):
         for raw in hook_ids:
             pipe.hgetall(p + "h:" + raw.decode())
         answers = self._call("claiming", pipe.execute) if record_ids or hook_ids else []
-        claimed = Claimed()
+        claimed = interface.Claimed()
         for raw, values in zip(record_ids, answers, strict=False):
             record = _record(raw.decode(), values)
             if record is not None:
@@ -315,8 +302,8 @@ class RedisStore(PredictionStore):
         for raw, entries in zip(hook_ids, answers[len(record_ids):], strict=True):
             for seq, packed in sorted(entries.items(), key=lambda kv: int(kv[0])):
                 delivery, url, headers, body = orjson.loads(packed)
-                claimed.hooks.append(Hook(raw.decode(), int(seq), delivery, url,
-                                          body.encode(), headers.encode()))
+                claimed.hooks.append(interface.Hook(raw.decode(), int(seq), delivery, url,
+                                                    body.encode(), headers.encode()))
         return claimed
 
     def heartbeat(self, owner: str, lease: float) -> None:
@@ -331,10 +318,11 @@ class RedisStore(PredictionStore):
         self.client.close()
 
 
-def _record(prediction_id: str, values: list[bytes | None]) -> Record | None:
+def _record(prediction_id: str, values: list[bytes | None]) -> interface.Record | None:
     kind, status, stage, created, body, finished, request = values
     if kind is None or status is None or stage is None or created is None or body is None:
         return None
-    return Record(prediction_id, kind.decode(), status.decode(), Stage(stage.decode()),
-                  float(created), body, float(finished) if finished else None, request)
+    return interface.Record(prediction_id, kind.decode(), status.decode(),
+                            interface.Stage(stage.decode()), float(created), body,
+                            float(finished) if finished else None, request)
 

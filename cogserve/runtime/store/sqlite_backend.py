@@ -32,20 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from cogserve.runtime.errors import StoreError
-from cogserve.runtime.store.interface import (
-    Bounds,
-    Claimed,
-    FinishedBatch,
-    Hook,
-    HookDone,
-    Page,
-    PredictionStore,
-    Record,
-    Stage,
-    Write,
-    cursor_of,
-    parse_cursor,
-)
+from cogserve.runtime.store import interface
 from cogserve.runtime.store.sqlite_finished import BIG_BODY, TABLES, FinishedRows, write_blob
 
 log = logging.getLogger("cogserve")
@@ -110,7 +97,7 @@ _UPSERT_SMALL, _UPSERT_BIG = _UPSERT.format(body="?"), _UPSERT.format(body="zero
 _UNFINISHED = "SELECT id, kind, status, stage, created, body, NULL, request FROM unfinished"
 
 
-class SQLiteStore(PredictionStore):
+class SQLiteStore(interface.PredictionStore):
     shared = False
 
     def __init__(self, path: str) -> None:
@@ -192,7 +179,7 @@ class SQLiteStore(PredictionStore):
 
     # ------------------------------------------------------------ writing
 
-    def write(self, batch: Sequence[Write], bounds: Bounds, owner: str) -> None:
+    def write(self, batch: Sequence[interface.Write], bounds: interface.Bounds, owner: str) -> None:
         db = self._writer
         assert db is not None, "closed"
         finished = self._finished
@@ -205,19 +192,19 @@ class SQLiteStore(PredictionStore):
                     self._unfinished = {row[0] for row in db.execute(
                         "SELECT id FROM unfinished")}
                 for item in batch:  # in order: a later write of an id wins
-                    if isinstance(item, FinishedBatch):
+                    if isinstance(item, interface.FinishedBatch):
                         if self._unfinished:  # (seldom any)
                             for prediction_id in self._unfinished.intersection(
                                     row[0] for row in item.rows):
                                 self._unfinish(db, prediction_id)
                         finished.append(db, item.rows, now)
-                    elif isinstance(item, Record):
+                    elif isinstance(item, interface.Record):
                         self._write_record(db, item, owner, now)
-                    elif isinstance(item, Hook):
+                    elif isinstance(item, interface.Hook):
                         db.execute("INSERT OR REPLACE INTO outbox VALUES (?, ?, ?, ?, ?, ?)",
                                    (item.id, item.seq, item.delivery, item.url, item.body,
                                     item.headers))
-                    elif isinstance(item, HookDone):
+                    elif isinstance(item, interface.HookDone):
                         db.execute("DELETE FROM outbox WHERE id = ? AND seq = ?",
                                    (item.id, item.seq))
                     else:  # Dropped: its record (if any) goes, its id is said evicted
@@ -235,10 +222,10 @@ class SQLiteStore(PredictionStore):
         except sqlite3.Error as exc:
             raise StoreError(f"writing the prediction store {self.path} failed: {exc}") from exc
 
-    def _write_record(self, db: sqlite3.Connection, item: Record, owner: str,
+    def _write_record(self, db: sqlite3.Connection, item: interface.Record, owner: str,
                       now: float) -> None:
         """One record (an async prediction's change of stage)."""
-        if item.stage is Stage.FINISHED:
+        if item.stage is interface.Stage.FINISHED:
             self._unfinish(db, item.id)
             self._finished.append(db, [(item.id, item.kind, item.status, item.created,
                                         item.body)],
@@ -264,13 +251,13 @@ class SQLiteStore(PredictionStore):
 
     # ------------------------------------------------------------ reading
 
-    def get(self, prediction_id: str) -> Record | None:
+    def get(self, prediction_id: str) -> interface.Record | None:
         if prediction_id in self._finished.ids:  # (a number the writer just moved finds
             found = self._read(self._finished.get, prediction_id)  # nothing)
             if found is not None:
                 kind, status, created, body, finished = found
-                return Record(prediction_id, kind, status, Stage.FINISHED, created, body,
-                              finished)
+                return interface.Record(prediction_id, kind, status, interface.Stage.FINISHED,
+                                        created, body, finished)
         rows = self._query(f"{_UNFINISHED} WHERE id = ?", (prediction_id,))
         return _record(rows[0]) if rows else None
 
@@ -279,7 +266,7 @@ class SQLiteStore(PredictionStore):
         return self._finished.was_evicted(prediction_id) and not self._query(
             "SELECT 1 FROM unfinished WHERE id = ?", (prediction_id,))
 
-    def page(self, kind: str, status: str | None, limit: int, cursor: str | None) -> Page:
+    def page(self, kind: str, status: str | None, limit: int, cursor: str | None) -> interface.Page:
         where = "kind = :kind"
         args: dict[str, object] = {"kind": kind, "limit": limit + 1}
         if status is not None:
@@ -287,7 +274,7 @@ class SQLiteStore(PredictionStore):
             args["status"] = status
         after = None
         if cursor is not None:
-            after = args["created"], args["after"] = parse_cursor(cursor)
+            after = args["created"], args["after"] = interface.parse_cursor(cursor)
             where += " AND (created < :created OR (created = :created AND id < :after))"
         # the newest `limit + 1` of both tables, merged (one read transaction)
         unfinished = f"SELECT created, id, body FROM unfinished WHERE {where} " \
@@ -298,17 +285,17 @@ class SQLiteStore(PredictionStore):
                     *self._finished.page(db, kind, status, after, limit + 1)]
 
         rows = sorted(self._read(both), reverse=True)
-        following = cursor_of(rows[limit - 1][0], rows[limit - 1][1]) if len(rows) > limit \
-            else None
-        return Page([row[2] for row in rows[:limit]], following)
+        following = interface.cursor_of(rows[limit - 1][0], rows[limit - 1][1]) \
+            if len(rows) > limit else None
+        return interface.Page([row[2] for row in rows[:limit]], following)
 
-    def claim(self, owner: str) -> Claimed:
+    def claim(self, owner: str) -> interface.Claimed:
         """The only writer: everything unfinished (and every pending hook) is orphaned."""
         records = [_record(row) for row in self._query(
             f"{_UNFINISHED} WHERE owner != ? ORDER BY created", (owner,))]
-        hooks = [Hook(*row) for row in self._query(
+        hooks = [interface.Hook(*row) for row in self._query(
             "SELECT id, seq, delivery, url, body, headers FROM outbox ORDER BY id, seq", ())]
-        return Claimed(records, hooks)
+        return interface.Claimed(records, hooks)
 
     def heartbeat(self, owner: str, lease: float) -> None:
         pass  # the file lock says it
@@ -382,13 +369,13 @@ def _connect(path: str) -> sqlite3.Connection:
     return db
 
 
-def _record(row: tuple[Any, ...]) -> Record:
+def _record(row: tuple[Any, ...]) -> interface.Record:
     prediction_id, kind, status, stage, created, body, finished, request = row
     assert isinstance(prediction_id, str) and isinstance(kind, str) and isinstance(status, str)
     assert isinstance(stage, str) and isinstance(created, float) and isinstance(body, bytes)
-    return Record(prediction_id, kind, status, Stage(stage), created, body,
-                  finished if isinstance(finished, float) else None,
-                  request if isinstance(request, bytes) else None)
+    return interface.Record(prediction_id, kind, status, interface.Stage(stage), created,
+                            body, finished if isinstance(finished, float) else None,
+                            request if isinstance(request, bytes) else None)
 
 
 def _read_pid(fd: int) -> str:
