@@ -1,5 +1,4 @@
-"""`python -m cogserve.cli`."""
-
+"""`python -m cogserve.cli`: the same command as the `cogserve` script."""
 
 from cogserve.cli.main import main
 

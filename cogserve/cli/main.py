@@ -614,6 +614,3 @@ def _print_logs(prediction: Any, event: Event, payload: dict[str, Any]) -> None:
     if event is Event.LOG:
         _to_stderr(payload["data"])
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
