@@ -83,8 +83,11 @@ def receiver(hub: Hub) -> Iterator[Receiver]:
 def _module_server(tmp_path_factory: pytest.TempPathFactory, model: str, hub: Hub,
                    **env: str) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("tmpdir")
-    server = Server(model, env={"TMPDIR": str(tmp), "SSL_CERT_FILE": str(hub.cert[0]), **env})
+    memory = tmp_path_factory.mktemp("memory")  # where data: URL inputs go (/dev/shm)
+    server = Server(model, env={"TMPDIR": str(tmp), "COGSERVE_MEMORY_DIR": str(memory),
+                                "SSL_CERT_FILE": str(hub.cert[0]), **env})
     server.tmp = tmp  # type: ignore[attr-defined]
+    server.memory = memory  # type: ignore[attr-defined]
     try:
         yield server
     finally:
@@ -123,12 +126,15 @@ def test_http_https_data_and_list_inputs_arrive_as_local_files(inputs, hub):
     assert [x["name"] for x in out["ps"]] == ["notes.txt", "input.1.txt", "report.csv",
                                              "noext.json"]
     assert [x["data"] for x in out["ps"]] == ["over tls", "plain text", "a,b\n1,2\n", "{}"]
-    # one folder per prediction, inside the server's TMPDIR; the model's tempfiles too
+    # one folder per prediction, inside the server's TMPDIR; the model's tempfiles too;
+    # a data: URL's file is in the prediction's folder in memory (COGSERVE_MEMORY_DIR)
     folder = out["p"]["dir"]
-    assert all(x["dir"] == folder for x in out["ps"]) and out["junk_dir"] == folder
-    assert folder.startswith(str(inputs.tmp))
+    assert [x["dir"] == folder for x in out["ps"]] == [True, False, True, True]
+    assert out["junk_dir"] == folder and folder.startswith(str(inputs.tmp))
+    in_memory = Path(out["ps"][1]["dir"])
+    assert in_memory.parent.parent == inputs.memory and in_memory.name.startswith("cogserve-in-")
     assert body["input"]["ps"][1] == "data:,plain%20text"
-    assert leftovers(inputs.tmp) == []
+    assert leftovers(inputs.tmp) == [] and leftovers(inputs.memory) == []
 
 
 @pytest.mark.parametrize("case", ["404", "refused", "timeout", "list-item"])
@@ -212,28 +218,35 @@ def test_cancel_removes_the_prediction_files(inputs, hub, receiver):
 
 
 def test_worker_restart_and_server_exit_remove_every_temp_file(tmp_path, hub, receiver):
-    server = Server("files_in", env={"TMPDIR": str(tmp_path), "COGSERVE_CANCEL_TIMEOUT": "1"})
+    disk, memory = tmp_path / "disk", tmp_path / "memory"
+    disk.mkdir()
+    memory.mkdir()
+    server = Server("files_in", env={"TMPDIR": str(disk), "COGSERVE_MEMORY_DIR": str(memory),
+                                     "COGSERVE_CANCEL_TIMEOUT": "1"})
     try:
         hub.http.files["/keep.txt"] = (b"kept", "text/plain", None)
         r = server.client.post("/predictions", headers={"Prefer": "respond-async"}, json={
             "id": "stubborn", "input": {"p": f"{hub.http.url}/keep.txt", "sleep": 60,
-                                        "swallow": True},
+                                        "swallow": True, "ps": ["data:,in%20memory"]},
             "webhook": f"{receiver.url}/hook"})
         assert r.status_code == 202
         receiver.wait_for_hook(lambda b: "sleeping" in (b.get("logs") or ""))
-        assert leftovers(tmp_path) != []  # the input and the model's tempfile
+        assert leftovers(disk) != []  # the input and the model's tempfile
+        assert leftovers(memory) != []  # the data: URL's file
         old_workers = server.worker_pids()
         server.client.post("/predictions/stubborn/cancel")
         receiver.wait_for_hook(lambda b: b["status"] == "canceled")
         server.wait_for("READY")
         assert server.worker_pids() != old_workers  # a new worker
-        assert leftovers(tmp_path) == []
+        assert leftovers(disk) == [] and leftovers(memory) == []
         assert server.predict(sleep=0).json()["status"] == "succeeded"
         stop_gracefully(server)
         assert server.process.returncode == 0
-        assert list(tmp_path.iterdir()) == []  # the per-server folder is gone too
+        # the per-server folders are gone too
+        assert list(disk.iterdir()) == [] and list(memory.iterdir()) == []
     finally:
         server.stop()
+
 
 
 # ---------------------------------------------------------------- outputs
@@ -274,8 +287,12 @@ def test_file_outputs_upload_to_output_file_prefix(outputs, hub, receiver):
     receiver.location = "absolute"
     assert run(mode="echo", src=f"{hub.http.url}/cat.jpg") == f"{receiver.url}/stored/cat.jpg"
     assert receiver.uploads[-1].head == b"meow"
-    assert len(receiver.uploads) == 5
-    assert leftovers(outputs.tmp) == []
+    # an input written in memory, returned as the output: still there to be uploaded
+    echoed = run(mode="echo", src="data:image/png;base64," + base64.b64encode(b"png").decode())
+    assert echoed == f"{receiver.url}/stored/input.png"
+    assert receiver.uploads[-1].head == b"png"
+    assert len(receiver.uploads) == 6
+    assert leftovers(outputs.tmp) == [] and leftovers(outputs.memory) == []
 
 
 def test_upload_failure_fails_the_prediction(outputs, receiver):

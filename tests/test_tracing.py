@@ -113,7 +113,7 @@ def test_without_otel_variables_nothing_of_opentelemetry_is_imported(tmp_path: P
         "from cogserve.runtime.settings import Settings\n"
         f"config = load_config({str(model)!r})\n"
         "app, service, _ = build(config, Settings.from_env(config))\n"
-        "import shutil; shutil.rmtree(service.tmp_root)\n"
+        "service.remove_folders()\n"
         "assert app.handle.tracing is None\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
     )

@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import pathlib
-import shutil
 import signal
 import sys
 import time
@@ -531,7 +530,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
     service = Service(config, settings, gate=True, on_setup_log=_to_stderr)
     # Ctrl-C cancels this coroutine before any service.stop() below runs: the worker is
     # killed as the loop closes (supervisor), and its temp folder goes at exit
-    atexit.register(shutil.rmtree, service.tmp_root, True)
+    atexit.register(service.remove_folders)
     go: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def schema_reported() -> None:

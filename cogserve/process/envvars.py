@@ -145,6 +145,28 @@ def env_state_root() -> pathlib.Path:
     return base / "cogserve"
 
 
+DEFAULT_MEMORY_ROOT = "/dev/shm"
+
+
+def memory_root() -> str | None:
+    """Where a server makes its folder in memory for data: URL inputs
+    (`runtime/folders.py`): `COGSERVE_MEMORY_DIR`, default /dev/shm (None where that is
+    not a writable folder); `none` keeps them on disk with the prediction's other files."""
+    value = env_text("COGSERVE_MEMORY_DIR")
+    if not value:
+        return DEFAULT_MEMORY_ROOT if _writable_folder(DEFAULT_MEMORY_ROOT) else None
+    if value.lower() == "none":
+        return None
+    if not _writable_folder(value):
+        raise DefinitionError(f"environment variable COGSERVE_MEMORY_DIR={value!r} is not a "
+                              "folder this user can write to (or 'none')")
+    return value
+
+
+def _writable_folder(path: str) -> bool:
+    return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
+
+
 # ---------------------------------------------------------------- read by the worker
 # The parent calls `check_worker_variables` at start, so a bad value stops the server
 # there rather than failing the first prediction that downloads a file.

@@ -59,8 +59,11 @@ def discard_spilled_output(path: str) -> None:
 
 
 def discard_folder(message: protocol.Message, roots: Collection[str]) -> None:
-    """Remove a prediction folder the worker handed over once its files were sent (only
-    ever one inside a worker's folder, `roots`)."""
-    folder: Any = message.get("tmpdir")
-    if folder and os.path.dirname(os.path.abspath(folder)) in roots:
-        shutil.rmtree(folder, ignore_errors=True)
+    """Remove the prediction folders the worker handed over once their files were sent
+    (only ever folders inside a worker's own, `roots`)."""
+    folders: Any = message.get("tmpdir")
+    if not isinstance(folders, list):
+        return
+    for folder in folders:
+        if isinstance(folder, str) and os.path.dirname(os.path.abspath(folder)) in roots:
+            shutil.rmtree(folder, ignore_errors=True)

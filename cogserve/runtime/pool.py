@@ -82,7 +82,8 @@ class Member:
     _held: set[Slot] = field(default_factory=set, repr=False)  # permits out
     restart: Restart = Restart.NONE
     draining: bool = False  # reload pending: takes no new predictions
-    tmpdir: str = ""  # its TMPDIR, emptied whenever it (re)starts
+    tmpdir: str = ""  # its TMPDIR, emptied whenever it (re)starts (`folders`)
+    memdir: str | None = None  # its folder for data: URL inputs, in memory, if any
     in_setup_document: bool = False  # started with the server: setup logs -> /health-check
     setup_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 

@@ -86,7 +86,7 @@ class Service:
         self._predictions = Predictions(
             SlotsOf(self._workers), self.events,
             FileOutputs(settings.upload_url, self.events, self.resolver),
-            self._workers.tmp_dirs, queue_size=settings.queue_size,
+            self._workers.folders.worker_dirs, queue_size=settings.queue_size,
             queue_timeout=settings.queue_timeout, cancel_timeout=settings.cancel_timeout)
         listener.on_data = self._predictions.on_data  # the per-frame path: one call
         listener.on_lost = self._predictions.on_lost
@@ -215,6 +215,11 @@ class Service:
     def tmp_root(self) -> str:
         """This server's folder for temporary files (spilled inputs and tensors)."""
         return self._workers.tmp_root
+
+    def remove_folders(self) -> None:
+        """Remove this server's temporary folders (`Workers.stop` does it too): for a
+        process that may end without stopping it."""
+        self._workers.folders.remove()
 
     def _on_schema(self, model: ModelInfo) -> None:
         self._model.update(model)

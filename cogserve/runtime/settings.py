@@ -149,6 +149,8 @@ class Settings:
     workers: int = 1  # worker processes, each with the model's slots
     gpus: list[str] = field(default_factory=list)  # CUDA_VISIBLE_DEVICES, round-robin
     predictor: str | None = None  # --predictor, kept when --reload re-reads cog.yaml
+    # where data: URL inputs are written, in memory (`runtime/folders.py`); None: on disk
+    memory_dir: str | None = field(default_factory=envvars.memory_root)
 
     @classmethod
     def from_env(cls, config: ModelConfig, upload_url: str | None = None) -> Settings:

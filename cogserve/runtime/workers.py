@@ -14,10 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +22,7 @@ from cogserve.exceptions import DefinitionError
 from cogserve.model.config import ModelConfig, load_config
 from cogserve.runtime import handover
 from cogserve.runtime.events import EventBus, RuntimeEvent
+from cogserve.runtime.folders import ServerFolders
 from cogserve.runtime.pool import Member, Pool, Restart, Slot, WorkerState
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupReport
@@ -97,7 +95,8 @@ class Workers:
         self._config_error: str | None = None  # cog.yaml --reload could not read
         self._building: asyncio.Task[None] | None = None  # the model's environment
         self._healthcheck = UserHealthcheck(settings.healthcheck_timeout)
-        self.tmp_root, self.tmp_dirs = make_folders(self.pool)
+        self.folders = ServerFolders(self.pool.members, settings.memory_dir)
+        self.tmp_root = self.folders.root
 
     # ------------------------------------------------------------ lifecycle
 
@@ -151,12 +150,13 @@ class Workers:
             self._settle()
             return
         member.state = WorkerState.STARTING
-        clear_folder(member.tmpdir)
+        self.folders.clear(member)
         # a train-only model (cog.yaml names only `train:`) runs its trainer as the model
         config = self.config
         train_only = not config.predict_ref and bool(config.train_ref)
         environment = self.settings.environment
-        env = {"TMPDIR": member.tmpdir, **self.settings.extra_env, **self.pool.env_for(member)}
+        env = {**self.folders.worker_env(member), **self.settings.extra_env,
+               **self.pool.env_for(member)}
         if environment is not None:
             env.update(environment.worker_env())
         restart = member.process is not None
@@ -203,7 +203,7 @@ class Workers:
                 await self._building
         await asyncio.gather(*(m.process.stop() for m in self.pool.members
                                if m.process is not None))
-        shutil.rmtree(self.tmp_root, ignore_errors=True)
+        self.folders.remove()
 
     async def reload(self) -> None:
         """New code (--reload): restart every worker, each once its predictions finished."""
@@ -422,35 +422,3 @@ def _cancel_setup_timer(member: Member) -> None:
     if member.setup_timer is not None:
         member.setup_timer.cancel()
         member.setup_timer = None
-
-
-def make_folders(pool: Pool) -> tuple[str, set[str]]:
-    """One folder for all of this server's temporary files: the worker's TMPDIR and input
-    spill files; with several workers, one subfolder each. A worker's folder is emptied
-    when it (re)starts; the whole folder is removed at `Workers.stop`."""
-    root = tempfile.mkdtemp(prefix=protocol.SERVER_DIR_PREFIX)
-    folders = {root}
-    if len(pool) > 1:
-        for member in pool.members:
-            member.tmpdir = os.path.join(root, f"worker-{member.index}")
-            folders.add(member.tmpdir)
-    else:
-        pool.members[0].tmpdir = root
-    return root, folders
-
-
-def clear_folder(folder: str) -> None:
-    """Remove everything inside `folder` (what a previous worker left), keeping it."""
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        os.makedirs(folder, exist_ok=True)
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass

@@ -102,6 +102,8 @@ INPUT_SPILL_PREFIX: Final = "input-"  # a spilled input document, in the server 
 TENSOR_SPILL_PREFIX: Final = "tensor-"  # a spilled tensor, in the server folder
 PREDICTION_DIR_PREFIX: Final = "cogserve-in-"  # one prediction's folder, made by the worker
 OUTPUT_SPILL_PREFIX: Final = "cogserve-out-"  # a file-like output written out by the worker
+# A worker's folder in memory for data: URL inputs (`runtime/folders.py`), if it has one.
+MEMORY_DIR_ENV: Final = "COGSERVE_WORKER_MEMORY_DIR"
 
 # The worker's configuration: JSON in this environment variable (see `worker_config`).
 WORKER_ENV: Final = "COGSERVE_WORKER"
@@ -231,10 +233,11 @@ def cancelled(prediction_id: str) -> Message:
     return {KIND: FromWorker.CANCELLED, "id": prediction_id}
 
 
-def hand_over_folder(message: Message, folder: str) -> None:
-    """On a terminal message: the parent removes this prediction folder once its files
-    are sent (the worker removes it itself when no file output was reported)."""
-    message["tmpdir"] = folder
+def hand_over_folders(message: Message, folders: list[str]) -> None:
+    """On a terminal message: the parent removes these prediction folders (on disk, and
+    in memory when a data: URL input was written there) once its files are sent (the
+    worker removes them itself when no file output was reported)."""
+    message["tmpdir"] = folders
 
 
 # ---------------------------------------------------------------- observability

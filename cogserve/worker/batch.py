@@ -154,8 +154,7 @@ class Batch:
                 tracing.detach(job.span[1])  # the context is per call, not per member
             if not job.cancel_requested:
                 try:
-                    kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir,
-                                            job.opened, job.downloads, job.new_transfers)
+                    kwargs = inputs.prepare(model.signature, job.raw_input(), job)
                 except CancelationException:
                     pass
                 except Exception as exc:  # noqa: BLE001 - this member's input: it alone fails

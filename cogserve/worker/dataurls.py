@@ -16,15 +16,19 @@ import mimetypes
 import os
 import pathlib
 import urllib.parse
+from collections.abc import Callable
 
 from cogserve.exceptions import FetchError
 
 
-def write(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathlib.Path:
+def write(url: str, dest: pathlib.Path, label: str, index: int | None,
+          spare: Callable[[], pathlib.Path] | None = None) -> pathlib.Path:
     """Decode `url` (a data: URL) into a new file in the folder `dest`; its path.
 
     The file is named `input` (`input.N` for item N of a list) with the extension of
-    the URL's media type, as a download without a name is."""
+    the URL's media type, as a download without a name is. When `dest` is full (a
+    folder in memory: a container's /dev/shm may hold 64 MiB), the file goes to the
+    folder `spare()` gives instead (as it does for any other error writing there)."""
     header, sep, payload = url[5:].partition(",")
     if not sep:
         raise FetchError(f"input {label}: malformed data URL (no comma)")
@@ -37,9 +41,22 @@ def write(url: str, dest: pathlib.Path, label: str, index: int | None) -> pathli
     except (binascii.Error, ValueError) as exc:
         raise FetchError(f"input {label}: malformed data URL: {exc}") from None
     name = (f"input.{index}" if index is not None else "input") + extension(parts[0])
+    try:
+        return _store(data, dest, name)
+    except OSError:
+        if spare is None:
+            raise
+    return _store(data, spare(), name)
+
+
+def _store(data: bytes, dest: pathlib.Path, name: str) -> pathlib.Path:
     target = unique(dest, name)
-    with open(target, "wb") as out:
-        out.write(data)
+    try:
+        with open(target, "wb") as out:
+            out.write(data)
+    except OSError:
+        target.unlink(missing_ok=True)
+        raise
     return target
 
 

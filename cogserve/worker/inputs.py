@@ -7,8 +7,7 @@ file handles and floats, and defaults fill what the client left out.
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cogserve.model.specs import InputSpec, Signature, TypeKind, TypeSpec
 from cogserve.sdk.runner import MISSING
@@ -49,16 +48,29 @@ class Downloads:
         return self._fetcher.take_tally() if self._fetcher is not None else None
 
 
-def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Path],
-            opened: list[Any], downloads: Downloads,
-            transfers: Callable[[], Transfers] | None = None) -> dict[str, Any]:
-    """Build run()'s keyword arguments; file inputs are fetched in parallel into tmpdir().
+class Destination(Protocol):
+    """Where one prediction's file inputs go (`predict.Job`).
 
-    `tmpdir` is a callable so the folder is only created when a file is fetched: most
-    predictions have no file input, and mkdtemp + rmtree would dominate a no-op run.
-    `transfers` makes the prediction's Transfers (what a cancel stops); a download
+    Its folders are made on first use (`tmpdir()`, `memdir()`): most predictions have no
+    file input, and a folder per prediction would dominate a no-op run.
+    `new_transfers()` makes the prediction's Transfers (what a cancel stops); a download
     stopped by a cancel raises CancelationException, so the prediction ends canceled.
     """
+
+    opened: list[Any]  # File inputs' open handles, closed when the prediction ends
+    downloads: Downloads
+
+    def tmpdir(self) -> pathlib.Path:
+        """The prediction's folder on disk: downloads go there."""
+
+    def memdir(self) -> pathlib.Path | None:
+        """Its folder in memory, for data: URL inputs; None where there is none."""
+
+    def new_transfers(self) -> Transfers: ...
+
+
+def prepare(sig: Signature, raw: dict[str, Any], dest: Destination) -> dict[str, Any]:
+    """Build run()'s keyword arguments; file inputs are fetched in parallel into `dest`."""
     kwargs: dict[str, Any] = {}
     jobs: list[tuple[str, int | None, Any]] = []
     for spec in sig.inputs:
@@ -73,13 +85,12 @@ def prepare(sig: Signature, raw: dict[str, Any], tmpdir: Callable[[], pathlib.Pa
                 continue
         kwargs[spec.name] = _convert(spec, spec.type, value, jobs)
     if jobs:
-        _fetch_files(kwargs, jobs, tmpdir(), opened, downloads, transfers)
+        _fetch_files(kwargs, jobs, dest)
     return kwargs
 
 
 def _fetch_files(kwargs: dict[str, Any], jobs: list[tuple[str, int | None, Any]],
-                 folder: pathlib.Path, opened: list[Any], downloads: Downloads,
-                 transfers: Callable[[], Transfers] | None) -> None:
+                 dest: Destination) -> None:
     """Put each file input into `folder` and its Path (or open file) into `kwargs`.
 
     A data URL is written here, in the calling thread; only http(s) URLs go to the
@@ -95,17 +106,19 @@ def _fetch_files(kwargs: dict[str, Any], jobs: list[tuple[str, int | None, Any]]
     if remote:
         import contextvars
 
-        from cogserve.worker.transfers import Transfers as _Transfers
-
-        owner = transfers() if transfers is not None else _Transfers()
-        pool, fetcher = downloads.start()
+        owner = dest.new_transfers()
+        pool, fetcher = dest.downloads.start()
         owner.start_clock(fetcher.deadline)
+        folder = dest.tmpdir()
     errors = []
     for name, index, (kind, url) in jobs:
         if url.startswith("data:"):
             label = name if index is None else f"{name}[{index}]"
+            memory = dest.memdir()
             try:
-                done.append((name, index, kind, dataurls.write(url, folder, label, index)))
+                done.append((name, index, kind, dataurls.write(
+                    url, memory, label, index, spare=dest.tmpdir) if memory is not None
+                    else dataurls.write(url, dest.tmpdir(), label, index)))
             except FetchError as exc:
                 errors.append(str(exc))
         else:  # in a copy of this context, so a download's span has its parent
@@ -134,7 +147,7 @@ def _fetch_files(kwargs: dict[str, Any], jobs: list[tuple[str, int | None, Any]]
         value: Any = Path(path)
         if kind == TypeKind.FILE:
             handle = open(path, "rb")  # noqa: SIM115 - closed when the prediction ends
-            opened.append(handle)
+            dest.opened.append(handle)
             value = handle
         if index is None:
             kwargs[name] = value

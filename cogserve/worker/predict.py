@@ -68,6 +68,8 @@ class Job:
         self.logs = LogTarget(self._log)
         self.scope = Scope(self._metric, message.get("context"))
         self._tmpdir: pathlib.Path | None = None
+        self._memdir: pathlib.Path | None = None
+        self._no_memdir = False  # the worker has none, or it is full: ask once
         self.opened: list[Any] = []
         self.files_sent = False
         # a batch member cancelled mid-call: the call may still read its input files;
@@ -126,11 +128,12 @@ class Job:
             except Exception:  # noqa: BLE001 - best effort
                 pass
         self.opened.clear()
-        if self._tmpdir is None:
-            return
         if self.files_sent:
-            protocol.hand_over_folder(message, str(self._tmpdir))
-            self._tmpdir = None
+            # an output may be one of these files (a model that returns its input)
+            folders = [str(f) for f in (self._tmpdir, self._memdir) if f is not None]
+            if folders:
+                protocol.hand_over_folders(message, folders)
+            self._tmpdir = self._memdir = None
         else:
             self._drop_folder()
 
@@ -162,11 +165,20 @@ class Job:
             self._tmpdir = tempdirs.take()
         return self._tmpdir
 
+    def memdir(self) -> pathlib.Path | None:
+        """This prediction's folder in memory (data: URL inputs), made on first use; None
+        when the worker has none."""
+        if self._memdir is None and not self._no_memdir:
+            self._memdir = tempdirs.take_memory()
+            self._no_memdir = self._memdir is None
+        return self._memdir
+
     def _drop_folder(self) -> None:
-        """Empty the folder for reuse (`tempdirs.release`); this job has none after."""
-        folder, self._tmpdir = self._tmpdir, None
-        if folder is not None:
-            tempdirs.release(folder)
+        """Empty the folders for reuse (`tempdirs.release`); this job has none after."""
+        for folder in (self._tmpdir, self._memdir):
+            if folder is not None:
+                tempdirs.release(folder)
+        self._tmpdir = self._memdir = None
 
     def bind(self) -> tuple[Any, Any, Any]:
         """Route this context's logs, metrics and tempfile folder to this prediction."""
@@ -374,8 +386,7 @@ def run_sync(model: LoadedModel, job: Job) -> None:
     spec = model.signature.output
     raised_in: RaisedIn | None = None  # not yet the model's code
     try:
-        kwargs = inputs.prepare(model.signature, job.raw_input(), job.tmpdir, job.opened,
-                                job.downloads, job.new_transfers)
+        kwargs = inputs.prepare(model.signature, job.raw_input(), job)
         enter_user(job)
         raised_in = RaisedIn.RUN
         result = model.run(**kwargs)
@@ -444,10 +455,9 @@ async def run_async(model: LoadedModel, job: Job) -> None:
         if has_files(model):
             kwargs = await loop.run_in_executor(  # in this context: logs, trace
                 None, contextvars.copy_context().run, inputs.prepare, model.signature, raw,
-                job.tmpdir, job.opened, job.downloads, job.new_transfers)
+                job)
         else:
-            kwargs = inputs.prepare(model.signature, raw, job.tmpdir, job.opened,
-                                    job.downloads, job.new_transfers)
+            kwargs = inputs.prepare(model.signature, raw, job)
         raised_in = RaisedIn.RUN
         result = model.run(**kwargs)
         if inspect.isawaitable(result):

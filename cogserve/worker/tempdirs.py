@@ -6,6 +6,11 @@ folder is that prediction's folder (a context variable, so concurrent async pred
 each get their own), and the folder goes away with the prediction. Outside a prediction
 (setup(), threads the model starts itself) the default stays the worker's TMPDIR, which
 the parent points at a per-server folder it removes on exit and on worker restart.
+
+The files of `data:` URL inputs go to a second folder per prediction, in memory
+(`take_memory`: under `protocol.MEMORY_DIR_ENV`, which the parent makes on /dev/shm; see
+`runtime/folders.py` for why), and only they: downloads and the model's own files can
+be any size, so they stay on disk.
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ def base() -> str:
     return _original()
 
 
-_KEEP = 64  # empty folders kept for reuse: a batch of 32 takes 32 at once
-_free: list[pathlib.Path] = []  # list.append/pop are atomic: threads may share it
+_KEEP = 64  # empty folders kept for reuse, per kind: a batch of 32 takes 32 at once
+_free: list[pathlib.Path] = []  # list.append/pop are atomic: threads may share them
+_free_memory: list[pathlib.Path] = []
+_memory: str | None = None  # the parent's memory folder for this worker (`install`)
 
 
 def take() -> pathlib.Path:
@@ -44,6 +51,22 @@ def take() -> pathlib.Path:
         return _free.pop()
     except IndexError:
         return pathlib.Path(tempfile.mkdtemp(prefix=protocol.PREDICTION_DIR_PREFIX, dir=base()))
+
+
+def take_memory() -> pathlib.Path | None:
+    """A folder in memory for one prediction's data: URL inputs, reused as `take`'s are;
+    None when the worker has no memory folder (or it cannot hold another folder)."""
+    if _memory is None:
+        return None
+    try:
+        return _free_memory.pop()
+    except IndexError:
+        pass
+    try:
+        return pathlib.Path(tempfile.mkdtemp(prefix=protocol.PREDICTION_DIR_PREFIX,
+                                              dir=_memory))
+    except OSError:
+        return None
 
 
 def release(folder: pathlib.Path) -> None:
@@ -59,8 +82,9 @@ def release(folder: pathlib.Path) -> None:
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return
-    if len(_free) < _KEEP:
-        _free.append(folder)
+    kept = _free_memory if _memory is not None and str(folder.parent) == _memory else _free
+    if len(kept) < _KEEP:
+        kept.append(folder)
     else:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -76,7 +100,10 @@ def _gettempdirb() -> bytes:
 
 def install() -> None:
     """Make tempfile's default folder follow `bind` (the worker calls it once, at start;
-    until a prediction binds a folder, the default stays the worker's TMPDIR)."""
+    until a prediction binds a folder, the default stays the worker's TMPDIR), and take
+    the memory folder from the environment (the model's code need not see it)."""
+    global _memory
+    _memory = os.environ.pop(protocol.MEMORY_DIR_ENV, None) or None
     # tempfile's own functions look these names up in the module, so this covers
     # mkstemp, mkdtemp, NamedTemporaryFile, TemporaryDirectory and SpooledTemporaryFile.
     tempfile.gettempdir = _gettempdir

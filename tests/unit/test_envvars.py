@@ -110,3 +110,19 @@ def test_the_env_store_root(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.P
     assert env_store_root() == tmp_path / "cache" / "cogserve" / "envs"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert env_store_root() == pathlib.Path.home() / ".cache" / "cogserve" / "envs"
+
+
+def test_the_memory_folder_is_dev_shm_a_named_folder_or_none(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogserve.process.envvars import DEFAULT_MEMORY_ROOT, memory_root
+
+    monkeypatch.delenv("COGSERVE_MEMORY_DIR", raising=False)
+    assert memory_root() == (DEFAULT_MEMORY_ROOT if pathlib.Path(DEFAULT_MEMORY_ROOT).is_dir()
+                             else None)
+    monkeypatch.setenv("COGSERVE_MEMORY_DIR", str(tmp_path))
+    assert memory_root() == str(tmp_path)
+    monkeypatch.setenv("COGSERVE_MEMORY_DIR", "None")
+    assert memory_root() is None
+    monkeypatch.setenv("COGSERVE_MEMORY_DIR", str(tmp_path / "missing"))
+    with pytest.raises(DefinitionError, match=r"COGSERVE_MEMORY_DIR='.*missing' is not a folder"):
+        memory_root()

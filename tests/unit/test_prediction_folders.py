@@ -1,13 +1,15 @@
-"""The worker's prediction folders (`worker/tempdirs.py`): emptied and reused, never shared."""
+"""The worker's prediction folders (`worker/tempdirs.py`): emptied and reused, never shared;
+data: URL inputs in memory (`worker/dataurls.py`), on disk when memory cannot take them."""
 
 from __future__ import annotations
 
+import base64
 import pathlib
 
 import pytest
 
 from cogserve.wire import protocol
-from cogserve.worker import tempdirs
+from cogserve.worker import dataurls, tempdirs
 
 
 @pytest.fixture(autouse=True)
@@ -42,3 +44,33 @@ def test_no_more_than_the_limit_are_kept(monkeypatch: pytest.MonkeyPatch) -> Non
     for folder in folders:
         tempdirs.release(folder)
     assert [f.exists() for f in folders] == [True, True, False]
+
+
+def test_memory_folders_are_kept_apart_from_disk_ones(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setattr(tempdirs, "_memory", str(memory))
+    monkeypatch.setattr(tempdirs, "_free_memory", [])
+    in_memory, on_disk = tempdirs.take_memory(), tempdirs.take()
+    assert in_memory is not None and in_memory.parent == memory and on_disk.parent == tmp_path
+    tempdirs.release(in_memory)
+    tempdirs.release(on_disk)
+    assert tempdirs.take_memory() == in_memory and tempdirs.take() == on_disk
+
+
+def test_no_memory_folder_without_one_from_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempdirs, "_memory", None)
+    assert tempdirs.take_memory() is None
+
+
+def test_a_data_url_goes_to_the_spare_folder_when_memory_cannot_take_it(
+        tmp_path: pathlib.Path) -> None:
+    full = tmp_path / "gone"  # writing there fails, as a full tmpfs does (ENOSPC)
+    spare = tmp_path / "disk"
+    spare.mkdir()
+    url = "data:image/png;base64," + base64.b64encode(b"\x89PNG").decode()
+    written = dataurls.write(url, full, "image", None, spare=lambda: spare)
+    assert written == spare / "input.png" and written.read_bytes() == b"\x89PNG"
+    with pytest.raises(OSError):  # no spare: the error is the prediction's
+        dataurls.write(url, full, "image", None)

@@ -94,10 +94,10 @@ def test_a_spilled_input_and_a_handed_over_folder_keep_their_place() -> None:
         b'{"t":"predict","id":"p1","input":null,"mode":"train",'
         b'"input_file":"/tmp/s/input-1.json"}')
     done = protocol.done("p1", {"output": None, "files": True}, 1.0)
-    protocol.hand_over_folder(done, "/tmp/s/cogserve-in-x")
+    protocol.hand_over_folders(done, ["/tmp/s/cogserve-in-x", "/dev/shm/s/cogserve-in-y"])
     assert ipc.encode(done) == frame(
         b'{"t":"done","output":null,"files":true,"predict_time":1.0,"id":"p1",'
-        b'"tmpdir":"/tmp/s/cogserve-in-x"}')
+        b'"tmpdir":["/tmp/s/cogserve-in-x","/dev/shm/s/cogserve-in-y"]}')
     assert protocol.carries_files(done)
     assert not protocol.carries_files(protocol.done("p1", {"output": 1}, 1.0))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pathlib
-import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -22,7 +21,7 @@ def app(tmp_path: pathlib.Path) -> Iterator[App]:
     service = Service(config, Settings())
     app = build_app(wire(service), max_body=1024, on_shutdown=lambda: None)
     yield app
-    shutil.rmtree(service.tmp_root, ignore_errors=True)
+    service.remove_folders()
 
 
 @pytest.mark.parametrize(("path", "template"), [
