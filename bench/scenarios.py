@@ -810,6 +810,17 @@ class ImageDecode(_WrkScenario):
                 FRONT_MAX: max(front, default=0.0), TREE_CPU: sum(used.values())}
 
 
+class ImageDecode64(ImageDecode):
+    """Scenario 12 with 64 clients: while one batch of 32 runs, the next 32 wait, so the
+    worker can prepare that batch during the call (a batch sent ahead, issue 35)."""
+
+    key = "image_decode_64"
+    number = "12b"
+    title = ("CPU proxy of the GPU path, 64 clients: scenario 12's JPEG data URL; "
+             "@batch(32, 2 ms) vs unbatched, LitServe batching")
+    connections = 64
+
+
 def _soak() -> Scenario:
     from bench.soak import Soak  # imports this module: loaded after it
 
@@ -820,5 +831,5 @@ ALL: tuple[Scenario, ...] = (
     NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), OpenAIStream(),
     FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
     V2Binary(), CPUPool(),
-    _soak(), MLPBatch(), ImageDecode(),
+    _soak(), MLPBatch(), ImageDecode(), ImageDecode64(),
 )

@@ -348,13 +348,16 @@ def test_without_a_queue_a_full_batch_waiting_is_cogs_409(serve, tmp_path):
     srv = serve("batched", env={"BATCH_LOG": str(log)})
     calls = Calls(log)
     gate = hold(srv, calls, tmp_path, "hold-409")
-    for text in ("q1", "q2", "q3", "q4"):  # max_size per slot may wait
+    # a full batch goes ahead to the busy worker; then max_size per slot may wait
+    texts = [f"q{i}" for i in range(1, 9)]
+    for text in texts:
         submit(srv, text, input={"text": text})
-    r = srv.client.post("/predictions", json={"input": {"text": "q5"}})
+    r = srv.client.post("/predictions", json={"input": {"text": "q9"}})
     assert r.status_code == 409, r.text
     assert srv.health()["status"] == "BUSY"
     gate.touch()
-    assert [final(srv, t)["status"] for t in ("q1", "q2", "q3", "q4")] == ["succeeded"] * 4
+    assert [final(srv, t)["status"] for t in texts] == ["succeeded"] * 8
+    assert calls.batches()[1:] == [texts[:4], texts[4:]]
 
 
 def test_with_a_queue_batches_come_from_it_and_trainings_run_alone_in_turn(serve, tmp_path):
@@ -478,3 +481,64 @@ def test_a_file_input_that_cannot_be_fetched_fails_only_its_request(serve, tmp_p
               for k in ("count", "sum")]
     assert formed == ["2.0", "3.0"]  # f0's, then one batch of both left for the worker ...
     assert [len(b) for b in calls.batches()] == [1, 1]  # ... and run() was called without f2
+
+
+GATED_FILES_MODEL = '''
+import json, os, pathlib, time
+
+from cogserve import BaseRunner, Input, Path, batch
+
+
+class Runner(BaseRunner):
+    @batch(max_size=2, max_wait=0.05)
+    def run(self, doc: list[Path], gate: list[str] = Input(default="")) -> list[str]:
+        with open(os.environ["BATCH_LOG"], "a") as log:
+            log.write(json.dumps({"texts": [p.read_text() for p in doc]}) + "\\n")
+        for path in filter(None, gate):
+            deadline = time.monotonic() + 60
+            while not pathlib.Path(path).exists() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return [p.read_text().upper() for p in doc]
+'''
+
+
+def _data(text: str) -> str:
+    import base64
+
+    return "data:text/plain;base64," + base64.b64encode(text.encode()).decode()
+
+
+def test_a_batch_sent_ahead_is_prepared_while_the_running_one_holds_the_worker(
+        serve, tmp_path):
+    """Issue 35: its data: URLs are written (in memory) before the running call returns,
+    a cancel ends one of its members at once, and the other runs in its turn."""
+    log, memory = tmp_path / "calls.jsonl", tmp_path / "memory"
+    memory.mkdir()
+    srv = serve(write_model(tmp_path / "model", GATED_FILES_MODEL),
+                env={"BATCH_LOG": str(log), "COGSERVE_MEMORY_DIR": str(memory)})
+    calls = Calls(log)
+    gate = tmp_path / "gate"
+    submit(srv, "held", input={"doc": _data("held"), "gate": str(gate)})
+    calls.wait(lambda got: len(got) == 1)
+
+    def files() -> list[str]:
+        return sorted(p.read_text() for p in memory.rglob("input*"))
+
+    assert files() == ["held"]
+    submit(srv, "a1", input={"doc": _data("one")})
+    submit(srv, "a2", input={"doc": _data("two")})
+    deadline = time.monotonic() + 30
+    while files() != ["held", "one", "two"]:  # written while "held" is still in run()
+        assert time.monotonic() < deadline, files()
+        time.sleep(0.01)
+    assert len(calls.read()) == 1
+    r = srv.client.post("/predictions/a1/cancel")
+    assert (r.status_code, r.json()["status"]) == (200, "canceled")
+    gate.touch()
+    assert (final(srv, "held")["output"], final(srv, "a2")["output"]) == ("HELD", "TWO")
+    assert final(srv, "a1")["status"] == "canceled"
+    assert srv.predict(doc=_data("after")).json()["output"] == "AFTER"
+    deadline = time.monotonic() + 30
+    while files():  # every prediction's files are gone, the cancelled one's too
+        assert time.monotonic() < deadline, files()
+        time.sleep(0.01)

@@ -22,6 +22,14 @@ and a request never waits more than `max_wait` for a batch to fill. A batch is t
 of consecutive predictions at the head of the backlog: a training (never batched) that
 waits among them leaves alone, in its turn.
 
+A full batch may also go to a worker whose slots are all busy, ahead of its turn
+(`take_ahead`, for a sync run() only: an async one would run it at once, beyond its
+concurrency): the worker prepares its inputs (decodes its data: URLs, fetches its
+files) while the running batch has the GPU, and starts it the moment that one returns.
+Without it the GPU waits, after every batch, for the next one's frame and inputs (issue
+35). Only full ones go ahead, so a batch never leaves smaller for it; one that is not
+full waits for the slot as before.
+
 The batcher only decides and keeps the fill timer; the `Service` hands a batch to a
 slot (one BATCH message, the slot shared by its members: `pool.Share`) and keeps every
 prediction's own state.
@@ -37,14 +45,16 @@ from cogserve.runtime.backlog import Backlog
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.prediction import Prediction
 from cogserve.sdk.runner import BatchLimits
-from cogserve.wire.protocol import Message
+from cogserve.wire import protocol
 
 TRAINING = "training"  # `Prediction.kind` of a training
 
 
 class Batcher:
-    def __init__(self, limits: BatchLimits, events: EventBus, wake: Callable[[], None]) -> None:
+    def __init__(self, limits: BatchLimits, events: EventBus, wake: Callable[[], None],
+                 *, ahead: bool = False) -> None:
         self.limits = limits
+        self.ahead = ahead  # full batches may go to a busy worker (`take_ahead`)
         self._events = events
         self._wake = wake  # the Service's dispatch: called when the oldest has waited enough
         self._timer: asyncio.Handle | None = None
@@ -58,7 +68,7 @@ class Batcher:
         if self._timer is None:
             self._due = False
 
-    def take(self, backlog: Backlog) -> list[tuple[Prediction, Message]] | None:
+    def take(self, backlog: Backlog) -> list[tuple[Prediction, protocol.Message]] | None:
         """The batch that leaves now, oldest first; `[]` when it should wait to fill (the
         timer calls `wake` when the window closes); None when the oldest is a training,
         which leaves alone as an unbatched prediction does.
@@ -81,12 +91,28 @@ class Batcher:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        return self._pop(backlog, count, since)
+
+    def take_ahead(self, backlog: Backlog) -> list[tuple[Prediction, protocol.Message]] | None:
+        """A full batch to send ahead to a worker whose slots are all busy (`ahead`), or
+        None: only a full one goes, so a batch never leaves smaller than it would have
+        by waiting for the slot."""
+        if not self.ahead:
+            return None
+        kind, count, since = backlog.head(self.limits.max_size)
+        if kind == TRAINING or count < self.limits.max_size:
+            return None
+        return self._pop(backlog, count, since)
+
+    def _pop(self, backlog: Backlog, count: int,
+             since: float) -> list[tuple[Prediction, protocol.Message]]:
         taken = []
         for _ in range(count):
             entry = backlog.pop()
             assert entry is not None
             taken.append(entry)
-        self._events.emit(RuntimeEvent.BATCH_FORMED, size=count, wait=loop.time() - since)
+        self._events.emit(RuntimeEvent.BATCH_FORMED, size=count,
+                          wait=asyncio.get_running_loop().time() - since)
         return taken
 
     def _fire(self) -> None:

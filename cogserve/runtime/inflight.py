@@ -62,6 +62,7 @@ class Slots(Protocol):
     @property
     def total(self) -> int: ...  # slots of all workers (the queue's Retry-After)
     def pick(self) -> Member | None: ...
+    def pick_ahead(self) -> Member | None: ...  # a busy worker that takes a batch ahead
     def deliver(self, slot: Slot, message: protocol.Message) -> None: ...
     def deliver_batch(self, slot: Slot, messages: list[protocol.Message]) -> None: ...
     def send_cancel(self, slot: Slot, prediction_id: str) -> None: ...
@@ -102,16 +103,17 @@ class Predictions:
         """No place to wait: no queue, or a full one."""
         return self.backlog is None or self.backlog.full
 
-    def configure_batching(self, limits: BatchLimits | None) -> None:
+    def configure_batching(self, limits: BatchLimits | None, *, ahead: bool = False) -> None:
         """A `@batch` model's predictions wait in the backlog to be batched: the queue of
         --queue-size, or one of their own holding `max_size` per slot (a slot of a
-        batched model serves that many; more get Cog's 409, as busy slots do)."""
+        batched model serves that many; more get Cog's 409, as busy slots do). With
+        `ahead` (a sync run()), a full batch may go to a busy worker (`Batcher`)."""
         if self.batcher is not None:
             self.batcher.close()
         self.batcher = None
         if limits is None:
             return
-        self.batcher = Batcher(limits, self._events, self.run_queued)
+        self.batcher = Batcher(limits, self._events, self.run_queued, ahead=ahead)
         if self._queue_size > 0:
             return
         capacity = limits.max_size * max(1, self._slots.total)
@@ -190,11 +192,12 @@ class Predictions:
                 prediction.timeout, self._deadline_passed, prediction)
         prediction.mark_started()
 
-    def _hand_off_batch(self, member: Member,
-                        batch: list[tuple[Prediction, protocol.Message]]) -> None:
-        """Give a batch one slot of `member`, shared by its predictions (each gives its
-        share back when the worker ends it), in one frame; each deadline starts now."""
-        shares = member.acquire().share(len(batch))
+    def _hand_off_batch(self, member: Member, batch: list[tuple[Prediction, protocol.Message]],
+                        permit: Slot | None = None) -> None:
+        """Give a batch one slot of `member` (or the `permit` of a batch sent ahead),
+        shared by its predictions (each gives its share back when the worker ends it), in
+        one frame; each deadline starts now."""
+        shares = (permit or member.acquire()).share(len(batch))
         for (prediction, _), share in zip(batch, shares, strict=True):
             prediction.slot = share
         try:
@@ -254,6 +257,14 @@ class Predictions:
                 continue
             prediction.slot = member.acquire()
             self._deliver_queued(prediction, prediction.slot, message)
+        batcher = self.batcher
+        if batcher is not None and batcher.ahead:
+            while len(backlog) >= batcher.limits.max_size \
+                    and (member := self._slots.pick_ahead()) is not None:
+                batch = batcher.take_ahead(backlog)
+                if batch is None:
+                    break
+                self._hand_off_batch(member, batch, member.acquire_ahead())
 
     def fail_queued(self, reason: str) -> None:
         if self.backlog is not None:

@@ -33,6 +33,7 @@ class SlotsOf:
         self._workers = workers
         self._pool = workers.pool
         self.pick = self._pool.pick
+        self.pick_ahead = self._pool.pick_ahead
         self.deliver = workers.deliver
         self.deliver_batch = workers.deliver_batch
         self.send_cancel = workers.send_cancel

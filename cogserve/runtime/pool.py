@@ -43,12 +43,22 @@ class Slot:
     once); nothing else changes how many slots a member has free."""
 
     member: Member
+    shared: bool = field(default=False, compare=False)  # split among a batch (`share`)
 
     def release(self) -> None:
-        self.member._held.discard(self)
+        member = self.member
+        if member.ahead is self:
+            member.ahead = None
+            return
+        member._held.discard(self)
+        ahead = member.ahead
+        if ahead is not None and len(member._held) < member.slots:
+            member.ahead = None  # the batch sent ahead runs now: it holds a slot
+            member._held.add(ahead)
 
     def share(self, count: int) -> list[Share]:
         """Split this permit among the `count` predictions of one batch (`@batch`)."""
+        self.shared = True
         parts: set[Share] = set()
         shares = [Share(self, parts) for _ in range(count)]
         parts.update(shares)
@@ -80,6 +90,8 @@ class Member:
     state: WorkerState = WorkerState.STARTING
     slots: int = 1  # its concurrency, from the worker's schema message
     _held: set[Slot] = field(default_factory=set, repr=False)  # permits out
+    # a batch sent while every slot is busy, to be prepared while they run (`acquire_ahead`)
+    ahead: Slot | None = field(default=None, repr=False)
     restart: Restart = Restart.NONE
     draining: bool = False  # reload pending: takes no new predictions
     tmpdir: str = ""  # its TMPDIR, emptied whenever it (re)starts (`folders`)
@@ -114,6 +126,20 @@ class Member:
         return slot
 
     @property
+    def takes_ahead(self) -> bool:
+        """Every slot is busy with a batch and no batch waits in the worker: one may be
+        sent ahead. (Not while a training holds a slot: its start may still be on its way
+        to the store, and a batch sent now would overtake it.)"""
+        return (self.ahead is None and self.slots > 0 and len(self._held) >= self.slots
+                and self.serving and all(slot.shared for slot in self._held))
+
+    def acquire_ahead(self) -> Slot:
+        """The permit of a batch sent ahead (the caller checked `takes_ahead`): it holds
+        no slot until one is released, and then the first that is (`Slot.release`)."""
+        slot = self.ahead = Slot(self)
+        return slot
+
+    @property
     def serving(self) -> bool:
         return self.state is WorkerState.READY and not self.draining
 
@@ -145,6 +171,13 @@ class Pool:
             if member.serving and member.free > 0 and (best is None or member.free > best.free):
                 best = member
         return best
+
+    def pick_ahead(self) -> Member | None:
+        """A busy worker that takes a batch ahead (`Member.takes_ahead`), or None."""
+        for member in self.members:
+            if member.takes_ahead:
+                return member
+        return None
 
     @property
     def free(self) -> int:

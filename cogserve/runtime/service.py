@@ -223,7 +223,7 @@ class Service:
 
     def _on_schema(self, model: ModelInfo) -> None:
         self._model.update(model)
-        self._predictions.configure_batching(model.batch)
+        self._predictions.configure_batching(model.batch, ahead=not model.is_async)
         for callback in self.on_schema:
             callback()
 

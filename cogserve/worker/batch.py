@@ -64,7 +64,8 @@ class Batch:
         self.id = jobs[0].id  # names the batch in the router and the logs
         self.called: list[Job] = []  # the members in the run() call, in its lists' order
         self.live: list[Job] = []  # those of them that have not ended
-        self.running = False  # the run() call has been made
+        self.running = False  # its members are prepared: a cancel ends one at once
+        self.prepared: list[dict[str, Any]] | None = None  # `prepare`'s result, once made
         self._lock = threading.Lock()  # the control thread ends members too
         # the same flags as a Job's, for the signal handler (`predict.BatchCall`)
         self.cancel_requested = False
@@ -142,7 +143,10 @@ class Batch:
 
     def prepare(self, model: LoadedModel) -> list[dict[str, Any]]:
         """Each member's inputs, in its own folder; those that fail or were cancelled
-        end here. Returns the kwargs of the members that go into the call."""
+        end here. Returns the kwargs of the members that go into the call. Once: a sync
+        worker's reader thread prepares a batch before its turn (`worker/main.py`)."""
+        if self.prepared is not None:
+            return self.prepared
         cancels = self.jobs[0].cancels
         prepared: list[tuple[Job, dict[str, Any]]] = []
         for job in self.jobs:
@@ -173,7 +177,8 @@ class Batch:
             self.called = [job for job, _ in kept]
             self.live = list(self.called)
             self.running = bool(kept)
-        return [kwargs for _, kwargs in kept]
+            self.prepared = [kwargs for _, kwargs in kept]
+        return self.prepared
 
     def arguments(self, model: LoadedModel, prepared: list[dict[str, Any]]) -> dict[str, Any]:
         """run()'s keyword arguments: one list per input, a value per member, in order."""

@@ -27,6 +27,7 @@ from cogserve.wire import jsoncodec, protocol
 from cogserve.wire.ipc import SyncChannel
 from cogserve.wire.protocol import Mode, ToWorker, UserHealth
 from cogserve.worker import modes, predict, tempdirs
+from cogserve.worker.batch import Batch
 from cogserve.worker.inputs import Downloads
 from cogserve.worker.logs import LogRouter, LogTarget, capture_output
 
@@ -194,6 +195,8 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
     threading.Thread(target=_control_loop, args=(control, on_control), daemon=True,
                      name="cogserve-control").start()
     serving = modes.choose(model, trainer, cancels)
+    if serving.batch is not None:
+        _serve_batches(model, serving, data, router, downloads, cancels)
     while True:
         message = data.recv()
         if message is None:
@@ -204,6 +207,40 @@ def _serve_sync(model: LoadedModel, trainer: LoadedModel | None, control: SyncCh
             mode.run(call)
         finally:
             cancels.end(call)
+
+
+def _serve_batches(model: LoadedModel, serving: modes.Modes, data: SyncChannel,
+                   router: LogRouter, downloads: Downloads,
+                   cancels: predict.Cancels) -> NoReturn:
+    """A sync `@batch` model: a reader thread takes each call off the data socket and
+    prepares a batch's inputs there, so that a batch the parent sends ahead
+    (`runtime/batcher.py`) is ready to run the moment the one on the main thread
+    returns; the main thread runs the calls in order. (Only here: for one prediction
+    at a time, the hand-off between the threads would be pure cost.)"""
+    import queue
+
+    calls: queue.SimpleQueue[tuple[modes.Call, modes.ServingMode] | None] = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            message = data.recv()
+            if message is None:
+                calls.put(None)
+                return
+            call, mode = serving.call_for(message, data, router, downloads)
+            cancels.begin(call, mode)
+            if isinstance(call, Batch):
+                call.prepare(model)
+            calls.put((call, mode))
+
+    threading.Thread(target=read, daemon=True, name="cogserve-read-ahead").start()
+    while (item := calls.get()) is not None:
+        call, mode = item
+        try:
+            mode.run(call)
+        finally:
+            cancels.end(call)
+    os._exit(0)
 
 
 def _control_loop(control: SyncChannel, handle: Any) -> None:

@@ -69,27 +69,84 @@ def test_predictions_waiting_while_the_slot_is_busy_leave_together(
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(batch=LIMITS)
-        for pid in ("a", "b", "c", "d", "e", "f"):
+        for pid in ("a", "b", "c", "d", "e"):
             service.create(PredictionRequest({"n": 1}, id=pid))
-        assert worker.batches() == [["a", "b", "c"]]
+        assert worker.batches() == [["a", "b", "c"]]  # d, e: not a full batch, they wait
         worker.data(done("a"))
         worker.data(done("b"))
         assert len(worker.batches()) == 1  # the slot is shared: back with the last share
         worker.data(done("c"))
-        assert worker.batches() == [["a", "b", "c"], ["d", "e", "f"]]
+        await until(lambda: len(worker.batches()) == 2)
+        assert worker.batches() == [["a", "b", "c"], ["d", "e"]]
         assert all(m[protocol.KIND] != "predict" for m in worker.sent_data)
 
     in_service(tmp_path, body, queue_size=8)
+
+
+def test_a_full_batch_goes_ahead_to_a_busy_sync_worker_and_runs_in_its_slot(
+        tmp_path: pathlib.Path) -> None:
+    """Issue 35: the worker prepares it while the running batch has the GPU."""
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        ids = "abcdefghi"
+        made = [service.create(PredictionRequest({"n": 1}, id=pid)) for pid in ids]
+        # one running, one ahead; the third waits: one batch ahead per worker at most
+        assert worker.batches() == [["a", "b", "c"], ["d", "e", "f"]]
+        capacity = service.capacity()
+        assert (capacity.slots, capacity.in_use, capacity.queue_length) == (1, 1, 3)
+        for pid in "abc":
+            worker.data(done(pid))
+        # the ahead batch now holds the slot, so the third goes ahead in its turn
+        assert worker.batches()[2:] == [["g", "h", "i"]]
+        assert service.capacity().in_use == 1
+        for pid in "defghi":
+            worker.data(done(pid))
+        assert [await ended(p) for p in made] == [Status.SUCCEEDED] * 9
+        assert service.capacity().in_use == 0
+
+    in_service(tmp_path, body, queue_size=16)
+
+
+def test_an_async_worker_gets_no_batch_ahead(tmp_path: pathlib.Path) -> None:
+    """It would run it at once, beyond its concurrency."""
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS, is_async=True)
+        for pid in "abcdef":
+            service.create(PredictionRequest({"n": 1}, id=pid))
+        assert worker.batches() == [["a", "b", "c"]]
+
+    in_service(tmp_path, body, queue_size=16)
+
+
+def test_cancelling_every_member_of_a_batch_sent_ahead_gives_its_permit_back(
+        tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        made = {pid: service.create(PredictionRequest({"n": 1}, id=pid)) for pid in "abcdef"}
+        assert len(worker.batches()) == 2
+        for pid in "def":
+            service.cancel(pid)
+            worker.data(protocol.cancelled(pid))
+            assert await ended(made[pid]) is Status.CANCELED
+        for pid in "ghi":  # a full batch again: it goes ahead in place of the cancelled one
+            service.create(PredictionRequest({"n": 1}, id=pid))
+        assert worker.batches()[2:] == [["g", "h", "i"]]
+
+    in_service(tmp_path, body, queue_size=16)
 
 
 def test_without_a_queue_max_size_per_slot_may_wait_then_409(tmp_path: pathlib.Path) -> None:
     async def body(service: Service, spawner: FakeSpawner) -> None:
         worker = spawner.last
         worker.boot(batch=LIMITS)
-        for pid in ("a", "b", "c", "d", "e", "f"):  # one batch running, one waiting
+        # one batch running, one sent ahead, one waiting
+        for pid in ("a", "b", "c", "d", "e", "f", "g", "h", "i"):
             service.create(PredictionRequest({"n": 1}, id=pid))
         with pytest.raises(AtCapacity):
-            service.create(PredictionRequest({"n": 1}, id="g"))
+            service.create(PredictionRequest({"n": 1}, id="j"))
         health = await service.health()
         assert health.status is Health.BUSY and health.queue is None  # no queue was asked
 
