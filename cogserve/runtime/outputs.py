@@ -11,11 +11,12 @@ as raw bytes, base64 bytes and a string at once.
 
 from __future__ import annotations
 
-import base64
 import os
 import pathlib
 import re
 from typing import TYPE_CHECKING, Any
+
+import pybase64
 
 from cogserve.process import spans
 from cogserve.runtime.events import EventBus, RuntimeEvent
@@ -125,7 +126,7 @@ def data_url(path: str) -> str:
     pos = len(head)
     with open(path, "rb") as fh:
         while chunk := fh.read(_CHUNK):
-            encoded = base64.b64encode(chunk)
+            encoded = pybase64.b64encode(chunk)
             out[pos: pos + len(encoded)] = encoded
             pos += len(encoded)
     if pos != len(out):  # the file changed size while we read it
