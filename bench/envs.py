@@ -14,6 +14,7 @@ with nothing else different.
 
 from __future__ import annotations
 
+import hashlib
 import pathlib
 import shutil
 import subprocess
@@ -50,6 +51,8 @@ def venv(name: str) -> pathlib.Path:
     path = VENVS / name
     marker = path / ".bench-installed"
     wanted = "\n".join(PACKAGES[name])
+    if name == "cogserve":  # a new dependency of the tree: install everything again
+        wanted += "\n" + hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
     if marker.exists() and marker.read_text() == wanted:
         if name == "cogserve":
             _install_tree(path)
