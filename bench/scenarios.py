@@ -718,8 +718,27 @@ RUN_CPU = "run() CPU per prediction"
 WORKER_OUTSIDE = "worker CPU per prediction outside run()"
 FRONT_CPU = "front-end CPU per prediction, all its processes"
 FRONT_MAX = "front-end CPU per prediction, busiest process"
+BATCH_MEAN = "mean batch size"
 # the model answers its decode CPU so far instead of decoding (a one-byte image)
 STATS_BODY = b'{"input":{"image":"data:image/jpeg;base64,AA==","stats":true}}'
+
+
+def batch_totals(server: Server) -> tuple[float, float] | None:
+    """cogserve's `cogserve_batch_size` histogram so far (sum, count), or None: how the
+    batches formed (LitServe exports none)."""
+    if server.system == LITSERVE:
+        return None
+    got = loadgen.request(server.url + "/metrics", method="GET")
+    if got.status != 200:
+        return None
+    totals = {}
+    for line in got.body.decode().splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("cogserve_batch_size_sum", "cogserve_batch_size_count"):
+            totals[name] = float(value)
+    if len(totals) != 2:
+        return None
+    return totals["cogserve_batch_size_sum"], totals["cogserve_batch_size_count"]
 
 
 class ImageDecode(_WrkScenario):
@@ -748,7 +767,7 @@ class ImageDecode(_WrkScenario):
                Figure("non-2xx", "count/round", False),
                Figure(RUN_CPU, "µs", False), Figure(WORKER_OUTSIDE, "µs", False),
                Figure(FRONT_CPU, "µs", False), Figure(FRONT_MAX, "µs", False),
-               Figure(TREE_CPU, "µs", False))
+               Figure(TREE_CPU, "µs", False), Figure(BATCH_MEAN, "requests", True))
 
     def prepare(self, ctx: Context) -> None:
         if not (self.model_dir(COGSERVE) / "litserve_app.py").exists():
@@ -795,19 +814,24 @@ class ImageDecode(_WrkScenario):
         assert server.proc is not None
         pid, run_0, _ = self._stats(server)
         pids = [server.proc.pid, *descendants(server.proc.pid)]
+        batches_0 = batch_totals(server)
         before = {p: cpu_seconds(p) for p in pids}
         r = self.run_wrk(server, ctx, ctx.seconds)
         after = {p: cpu_seconds(p) for p in pids}
+        batches_1 = batch_totals(server)
         _, run_1, _ = self._stats(server)
         if r.ok == 0:
             raise RuntimeError(f"no successful response ({r.non_2xx} non-2xx)")
         used = {p: max(0.0, after[p] - before[p]) / r.ok * 1e6 for p in pids}
         front = [cpu for p, cpu in used.items() if p != pid]
         run_cpu = (run_1 - run_0) / r.ok * 1e6
-        return {"successful req/s": r.ok_per_s, "p50, all responses": r.p50_ms,
-                "non-2xx": float(r.non_2xx + r.socket_errors), RUN_CPU: run_cpu,
-                WORKER_OUTSIDE: used.get(pid, 0.0) - run_cpu, FRONT_CPU: sum(front),
-                FRONT_MAX: max(front, default=0.0), TREE_CPU: sum(used.values())}
+        figures = {"successful req/s": r.ok_per_s, "p50, all responses": r.p50_ms,
+                   "non-2xx": float(r.non_2xx + r.socket_errors), RUN_CPU: run_cpu,
+                   WORKER_OUTSIDE: used.get(pid, 0.0) - run_cpu, FRONT_CPU: sum(front),
+                   FRONT_MAX: max(front, default=0.0), TREE_CPU: sum(used.values())}
+        if batches_0 is not None and batches_1 is not None and batches_1[1] > batches_0[1]:
+            figures[BATCH_MEAN] = (batches_1[0] - batches_0[0]) / (batches_1[1] - batches_0[1])
+        return figures
 
 
 class ImageDecode64(ImageDecode):
