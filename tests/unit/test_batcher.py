@@ -193,3 +193,18 @@ def test_a_lost_worker_fails_every_member_and_frees_its_slot(tmp_path: pathlib.P
         assert [await ended(p) for p in batch] == [Status.FAILED] * 3
 
     in_service(tmp_path, body)
+
+
+def test_a_lost_worker_fails_the_batch_sent_ahead_too_and_its_permit_comes_back(
+        tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=LIMITS)
+        made = [service.create(PredictionRequest({"n": 1}, id=pid)) for pid in "abcdef"]
+        assert len(worker.batches()) == 2
+        worker.exit(-9)
+        assert [await ended(p) for p in made] == [Status.FAILED] * 6
+        member = service._workers.pool.members[0]  # noqa: SLF001 - the permits themselves
+        assert member.ahead is None and member.in_use == 0
+
+    in_service(tmp_path, body, queue_size=16)
