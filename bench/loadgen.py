@@ -162,3 +162,32 @@ def wait_http(url: str, *, ready: Callable[[int, bytes], bool], timeout: float,
             pass
         time.sleep(poll)
     raise LoadError(f"not ready after {timeout:g} s")
+
+
+def batch_totals(base_url: str) -> tuple[float, float] | None:
+    """cogserve's `cogserve_batch_size` histogram so far at `base_url` (its sum and count):
+    how its batches formed; None for a server without it (LitServe, the reference, a model
+    without @batch)."""
+    try:
+        got = request(base_url + "/metrics", method="GET", timeout=10)
+    except OSError:
+        return None
+    if got.status != 200:
+        return None
+    totals = {}
+    for line in got.body.decode(errors="replace").splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("cogserve_batch_size_sum", "cogserve_batch_size_count"):
+            totals[name] = float(value)
+    if len(totals) != 2:
+        return None
+    return totals["cogserve_batch_size_sum"], totals["cogserve_batch_size_count"]
+
+
+def mean_batch(before: tuple[float, float] | None,
+               after: tuple[float, float] | None) -> float | None:
+    """The mean size of the batches formed between two `batch_totals` readings."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+

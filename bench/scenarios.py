@@ -723,24 +723,6 @@ BATCH_MEAN = "mean batch size"
 STATS_BODY = b'{"input":{"image":"data:image/jpeg;base64,AA==","stats":true}}'
 
 
-def batch_totals(server: Server) -> tuple[float, float] | None:
-    """cogserve's `cogserve_batch_size` histogram so far (sum, count), or None: how the
-    batches formed (LitServe exports none)."""
-    if server.system == LITSERVE:
-        return None
-    got = loadgen.request(server.url + "/metrics", method="GET")
-    if got.status != 200:
-        return None
-    totals = {}
-    for line in got.body.decode().splitlines():
-        name, _, value = line.partition(" ")
-        if name in ("cogserve_batch_size_sum", "cogserve_batch_size_count"):
-            totals[name] = float(value)
-    if len(totals) != 2:
-        return None
-    return totals["cogserve_batch_size_sum"], totals["cogserve_batch_size_count"]
-
-
 class ImageDecode(_WrkScenario):
     """Issue 35's file input without the GPU: 32 clients each send a 224x224 JPEG (~30 KB)
     as a data URL to a `Path` input of a model whose run() only decodes it (Pillow).
@@ -814,11 +796,11 @@ class ImageDecode(_WrkScenario):
         assert server.proc is not None
         pid, run_0, _ = self._stats(server)
         pids = [server.proc.pid, *descendants(server.proc.pid)]
-        batches_0 = batch_totals(server)
+        batches_0 = loadgen.batch_totals(server.url)
         before = {p: cpu_seconds(p) for p in pids}
         r = self.run_wrk(server, ctx, ctx.seconds)
         after = {p: cpu_seconds(p) for p in pids}
-        batches_1 = batch_totals(server)
+        batches_1 = loadgen.batch_totals(server.url)
         _, run_1, _ = self._stats(server)
         if r.ok == 0:
             raise RuntimeError(f"no successful response ({r.non_2xx} non-2xx)")
@@ -829,8 +811,9 @@ class ImageDecode(_WrkScenario):
                    "non-2xx": float(r.non_2xx + r.socket_errors), RUN_CPU: run_cpu,
                    WORKER_OUTSIDE: used.get(pid, 0.0) - run_cpu, FRONT_CPU: sum(front),
                    FRONT_MAX: max(front, default=0.0), TREE_CPU: sum(used.values())}
-        if batches_0 is not None and batches_1 is not None and batches_1[1] > batches_0[1]:
-            figures[BATCH_MEAN] = (batches_1[0] - batches_0[0]) / (batches_1[1] - batches_0[1])
+        mean = loadgen.mean_batch(batches_0, batches_1)
+        if mean is not None:
+            figures[BATCH_MEAN] = mean
         return figures
 
 

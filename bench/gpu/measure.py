@@ -111,6 +111,7 @@ class Point:
     parent_cpu_ms: float
     other_cpu_ms: float
     cpu_ms_by_process: dict[str, float] = field(default_factory=dict)
+    mean_batch: float | None = None  # cogserve's batches (its /metrics), None for the others
 
 
 class Run:
@@ -277,11 +278,14 @@ class Run:
     # ------------------------------------------------------------ load
 
     def point(self, config: Config, proc: Proc, url: str, clients: int) -> Point:
+        base = url.rsplit("/", 1)[0]
+        batches = loadgen.batch_totals(base)
         before = _cpu_by_process(proc.pid)
         with self.sampler.sample(lambda: set(proc.tree())) as sampling:
             r = loadgen.wrk(self.wrk, url, connections=clients, seconds=self.seconds,
                             body=self.body, headers=JSON, timeout_s=60)
         after = _cpu_by_process(proc.pid)
+        mean_batch = loadgen.mean_batch(batches, loadgen.batch_totals(base))
         window: Window = sampling.window
         ok = max(1, r.ok)
         by_process = {name: (after[name] - before.get(name, 0.0)) / ok * 1e3
@@ -291,11 +295,12 @@ class Run:
         point = Point(config.system, config.workers, clients, r.ok_per_s, r.p50_ms, r.p99_ms,
                       r.non_2xx, r.socket_errors, window.util_mean, window.util_max,
                       window.memory_max_mib, sorted(workers), parent,
-                      sum(by_process.values()), by_process)
+                      sum(by_process.values()), by_process, mean_batch)
         util = "n/a" if point.gpu_util_mean is None else f"{point.gpu_util_mean:.0f}%"
         self.say(f"  {clients:>3} clients: {point.ok_per_s:8.1f} ok/s  p50 {r.p50_ms:7.1f} ms"
                  f"  p99 {r.p99_ms:7.1f} ms  non-2xx {r.non_2xx}  GPU {util}  CPU/req "
-                 f"parent {parent:.2f} ms, others {point.other_cpu_ms:.2f} ms")
+                 f"parent {parent:.2f} ms, others {point.other_cpu_ms:.2f} ms"
+                 + ("" if mean_batch is None else f"  mean batch {mean_batch:.1f}"))
         return point
 
     def serve(self, config: Config, first_cogserve: bool) -> None:
@@ -353,8 +358,8 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 def render(points: list[Point], facts: dict[str, Any]) -> str:
     head = ("| system | workers | clients | successful req/s | p50 ms | p99 ms | non-2xx | "
             "GPU util mean (max) % | GPU MiB | GPU MiB per worker | CPU ms/req parent | "
-            "CPU ms/req other processes |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-            "---:|---:|\n")
+            "CPU ms/req other processes | mean batch |\n|---|---:|---:|---:|---:|---:|---:|"
+            "---:|---:|---|---:|---:|---:|\n")
     rows = []
     for p in points:
         util = "n/a" if p.gpu_util_mean is None else \
@@ -363,7 +368,7 @@ def render(points: list[Point], facts: dict[str, Any]) -> str:
         rows.append(f"| {p.system} | {p.workers} | {p.clients} | {p.ok_per_s:,.0f} | "
                     f"{p.p50_ms:.1f} | {p.p99_ms:.1f} | {p.non_2xx + p.socket_errors} | {util} | "
                     f"{_fmt(p.gpu_memory_mib)} | {per_worker} | {p.parent_cpu_ms:.2f} | "
-                    f"{p.other_cpu_ms:.2f} |")
+                    f"{p.other_cpu_ms:.2f} | {_fmt(p.mean_batch, 1)} |")
     ceiling = facts.get("ceiling") or {}
     lines = [f"- {k}: {v:,.1f}" if isinstance(v, float) else f"- {k}: {v}"
              for k, v in ceiling.items()]
