@@ -542,3 +542,26 @@ def test_a_batch_sent_ahead_is_prepared_while_the_running_one_holds_the_worker(
     while files():  # every prediction's files are gone, the cancelled one's too
         assert time.monotonic() < deadline, files()
         time.sleep(0.01)
+
+
+def test_a_batch_sent_ahead_to_a_worker_that_is_killed_runs_on_another(serve, tmp_path):
+    """Nothing accepted is lost: the batch had not begun, so it waits again."""
+    import os
+    import signal
+
+    log = tmp_path / "calls.jsonl"
+    srv = serve("batched", "--workers", "2", "--queue-size", "16",
+                env={"BATCH_LOG": str(log)})
+    calls = Calls(log)
+    gates = [hold(srv, calls, tmp_path, f"hold-k{i}") for i in range(2)]
+    holders = [c["pid"] for c in calls.read()]
+    texts = [f"k{i}" for i in range(4)]  # a full batch: ahead to the first busy worker
+    for text in texts:
+        submit(srv, text, input={"text": text})
+    os.kill(holders[0], signal.SIGKILL)
+    assert final(srv, "hold-k0")["status"] == "failed"
+    gates[1].touch()
+    assert [final(srv, t)["output"] for t in texts] == [t.upper() for t in texts]
+    ran = calls.wait_for_batch(texts)
+    assert [c["pid"] for c in ran if c.get("texts") == texts] != [holders[0]]
+    assert final(srv, "hold-k1")["output"] == "HOLD-K1"

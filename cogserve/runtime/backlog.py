@@ -40,6 +40,14 @@ class Backlog:
             timer = loop.call_later(self.timeout, self._on_timeout, prediction)
         self._waiting[prediction.id] = (prediction, message, timer, loop.time())
 
+    def restore(self, entries: list[tuple[Prediction, dict[str, Any]]]) -> None:
+        """Put predictions taken back from a worker at the front, in their order: they
+        waited their turn already (no queue timer; the capacity may be passed)."""
+        now = asyncio.get_running_loop().time()
+        for prediction, message in reversed(entries):
+            self._waiting[prediction.id] = (prediction, message, None, now)
+            self._waiting.move_to_end(prediction.id, last=False)
+
     def head(self, limit: int) -> tuple[str, int, float]:
         """The oldest waiting entry's kind ("prediction" or "training"), how many of the
         oldest entries (at most `limit`) in a row are of that kind, and when the oldest

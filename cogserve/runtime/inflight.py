@@ -82,6 +82,8 @@ class Predictions:
         self.running: dict[str, Prediction] = {}  # queued and running, by id
         self.backlog: Backlog | None = None
         self.batcher: Batcher | None = None  # a @batch model's (see `configure_batching`)
+        # worker index -> the permit and batch last sent ahead to it (`_take_back_ahead`)
+        self._sent_ahead: dict[int, tuple[Slot, list[tuple[Prediction, protocol.Message]]]] = {}
         self._queue_size = queue_size
         self._queue_timeout = queue_timeout
         if queue_size > 0:
@@ -264,7 +266,9 @@ class Predictions:
                 batch = batcher.take_ahead(backlog)
                 if batch is None:
                     break
-                self._hand_off_batch(member, batch, member.acquire_ahead())
+                permit = member.acquire_ahead()
+                self._sent_ahead[member.index] = (permit, batch)
+                self._hand_off_batch(member, batch, permit)
 
     def fail_queued(self, reason: str) -> None:
         if self.backlog is not None:
@@ -403,7 +407,8 @@ class Predictions:
     def on_lost(self, member: Member, reason: str, during_shutdown: bool) -> None:
         """`member`'s worker ended: what ran on it ends too. A prediction whose cancel
         was asked for ends `canceled` (the reason in its logs), unless the server is
-        shutting down."""
+        shutting down. A batch sent ahead that had not begun waits again instead."""
+        self._take_back_ahead(member)
         mine = [p for p in self.running.values()
                 if p.slot is not None and p.slot.member is member]
         for prediction in mine:
@@ -414,6 +419,27 @@ class Predictions:
                 self.complete(prediction, Status.FAILED, f"prediction failed: {reason}")
         if during_shutdown and self._slots.state is not WorkerState.READY:
             self.fail_queued("prediction failed: the server shut down before it ran")
+
+    def _take_back_ahead(self, member: Member) -> None:
+        """A batch sent ahead to `member`'s worker, which died before it began that batch
+        (its permit never took a slot): back to the front of the backlog, as it would
+        have been without being sent ahead. Not its members that ended meanwhile, nor
+        those cancelled or spilled to a file in the dead worker's folder: they end with
+        the worker's others."""
+        sent = self._sent_ahead.pop(member.index, None)
+        if sent is None or member.ahead is not sent[0] or self.backlog is None:
+            return
+        back = []
+        for prediction, message in sent[1]:
+            if self.running.get(prediction.id) is not prediction or prediction.terminal \
+                    or prediction.cancel_requested or protocol.INPUT_FILE in message:
+                continue
+            slot, prediction.slot = prediction.slot, None
+            if slot is not None:
+                slot.release()
+            prediction.mark_waiting_again()
+            back.append((prediction, message))
+        self.backlog.restore(back)
 
     async def settled(self, timeout: float) -> bool:
         """Wait until no prediction is in flight; False if `timeout` seconds pass first."""

@@ -112,7 +112,7 @@ class Prediction:
         "metrics", "created_us", "started_us", "completed_us", "predict_time", "webhook",
         "webhook_events_filter", "output_file_prefix", "listeners", "done", "tail",
         "context", "cancel_requested", "slot", "timeout", "deadline", "deadline_passed",
-        "expired", "_final_json", "_log_room", "_log_cap",
+        "expired", "_final_json", "_log_room", "_log_cap", "_start_announced",
     )
 
     def __init__(
@@ -143,6 +143,7 @@ class Prediction:
         self.metrics: dict[str, Any] = {}
         self.created_us = now_us()  # microseconds since the epoch (`created_at`)
         self.started_us: int | None = None
+        self._start_announced = False  # its `start` event went out (once, however often sent)
         self.completed_us: int | None = None
         self.predict_time: float | None = None
         self.webhook = webhook
@@ -255,9 +256,20 @@ class Prediction:
         self.listeners.append(listener)
 
     def mark_started(self) -> None:
-        """Sent to the worker: the `start` event (status still `starting`, as Cog reports)."""
+        """Sent to the worker: the `start` event (status still `starting`, as Cog reports),
+        announced once even when it is sent again (`mark_waiting_again`)."""
         self.started_us = now_us()
-        self._emit(_START, {})
+        if not self._start_announced:
+            self._start_announced = True
+            self._emit(_START, {})
+
+    def mark_waiting_again(self) -> None:
+        """Taken back from a worker that died before it began (a batch sent ahead): it
+        waits again, and its next delivery starts it anew."""
+        self.started_us = None
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
 
     def mark_processing(self) -> None:
         """The worker reported something: it is running (no event, as in Cog)."""

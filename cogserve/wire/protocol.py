@@ -138,10 +138,13 @@ def batch(items: list[Message]) -> Message:
     return {KIND: ToWorker.BATCH, "items": items}
 
 
+INPUT_FILE: Final = "input_file"  # in PREDICT: the file that holds its input document
+
+
 def spill_input(message: Message, path: str) -> None:
     """Point a PREDICT message at a file that holds its input document."""
     message["input"] = None
-    message["input_file"] = path
+    message[INPUT_FILE] = path
 
 
 def cancel(prediction_id: str) -> Message:

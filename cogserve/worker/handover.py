@@ -20,7 +20,7 @@ from cogserve.wire import jsoncodec, protocol
 
 def read_input(message: protocol.Message) -> dict[str, Any]:
     """A PREDICT message's input, from its spill file (removed once read) if it has one."""
-    spill = message.get("input_file")
+    spill = message.get(protocol.INPUT_FILE)
     if spill:
         try:
             with open(spill, "rb") as fh:

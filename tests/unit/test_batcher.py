@@ -12,7 +12,7 @@ from cogserve.runtime.errors import AtCapacity, QueueFull
 from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.service import Service
 from cogserve.wire import protocol
-from cogserve.wire.states import Health, Status
+from cogserve.wire.states import Event, Health, Status
 
 from .fake_workers import FakeSpawner, until
 from .test_runtime_core import done, ended, in_service
@@ -195,16 +195,35 @@ def test_a_lost_worker_fails_every_member_and_frees_its_slot(tmp_path: pathlib.P
     in_service(tmp_path, body)
 
 
-def test_a_lost_worker_fails_the_batch_sent_ahead_too_and_its_permit_comes_back(
+def test_a_batch_sent_ahead_to_a_worker_that_dies_goes_back_to_the_front(
         tmp_path: pathlib.Path) -> None:
+    """Nothing accepted is lost: it had not begun, so it runs on the replacement (a crash
+    in a pool; a lone worker's crash ends the server's predictions, as Cog's does)."""
     async def body(service: Service, spawner: FakeSpawner) -> None:
-        worker = spawner.last
-        worker.boot(batch=LIMITS)
-        made = [service.create(PredictionRequest({"n": 1}, id=pid)) for pid in "abcdef"]
-        assert len(worker.batches()) == 2
-        worker.exit(-9)
-        assert [await ended(p) for p in made] == [Status.FAILED] * 6
+        first, second = spawner.workers
+        for worker in (first, second):
+            worker.boot(batch=LIMITS)
+        events: list[tuple[str, Event]] = []
+        made = {pid: service.create(PredictionRequest({"n": 1}, id=pid), listeners=[
+            lambda p, event, _: events.append((p.id, event))]) for pid in "abcdefghij"}
+        assert first.batches() == [["a", "b", "c"], ["g", "h", "i"]]  # the second: ahead
+        assert second.batches() == [["d", "e", "f"]]
+        first.exit(-9)
+        assert [await ended(made[pid]) for pid in "abc"] == [Status.FAILED] * 3
         member = service._workers.pool.members[0]  # noqa: SLF001 - the permits themselves
         assert member.ahead is None and member.in_use == 0
+        assert not any(made[pid].terminal for pid in "ghij")
+        # back at the front of the queue, and from there ahead to the other busy worker
+        assert second.batches() == [["d", "e", "f"], ["g", "h", "i"]]
+        assert service.capacity().queue_length == 1  # j
+        await until(lambda: len(spawner.workers) == 3)
+        spawner.last.boot(batch=LIMITS)
+        await until(lambda: spawner.last.batches() == [["j"]])
+        for pid in "defghi":
+            second.data(done(pid))
+        assert [await ended(made[pid]) for pid in "ghi"] == [Status.SUCCEEDED] * 3
+        started = [pid for pid, event in events if event is Event.START]
+        assert sorted(started) == list("abcdefghij")  # once each, though g, h, i went twice
+        assert all(made[pid].to_dict()["started_at"] is not None for pid in "ghi")
 
-    in_service(tmp_path, body, queue_size=16)
+    in_service(tmp_path, body, queue_size=16, workers=2)
