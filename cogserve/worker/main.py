@@ -222,16 +222,23 @@ def _serve_batches(model: LoadedModel, serving: modes.Modes, data: SyncChannel,
     calls: queue.SimpleQueue[tuple[modes.Call, modes.ServingMode] | None] = queue.SimpleQueue()
 
     def read() -> None:
-        while True:
-            message = data.recv()
-            if message is None:
-                calls.put(None)
-                return
-            call, mode = serving.call_for(message, data, router, downloads)
-            cancels.begin(call, mode)
-            if isinstance(call, Batch):
-                call.prepare(model)
-            calls.put((call, mode))
+        try:
+            while True:
+                message = data.recv()
+                if message is None:
+                    calls.put(None)
+                    return
+                call, mode = serving.call_for(message, data, router, downloads)
+                cancels.begin(call, mode)
+                if isinstance(call, Batch):
+                    call.prepare(model)
+                calls.put((call, mode))
+        except BaseException:  # noqa: BLE001 - a fault here must not leave main waiting
+            import traceback
+
+            router.fallback.write("stderr", traceback.format_exc())
+            router.fallback.flush()
+            os._exit(1)  # the parent sees the worker end, as for a crash in run()
 
     threading.Thread(target=read, daemon=True, name="cogserve-read-ahead").start()
     while (item := calls.get()) is not None:
