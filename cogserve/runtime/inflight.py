@@ -82,7 +82,8 @@ class Predictions:
         self.running: dict[str, Prediction] = {}  # queued and running, by id
         self.backlog: Backlog | None = None
         self.batcher: Batcher | None = None  # a @batch model's (see `configure_batching`)
-        # worker index -> the permit and batch last sent ahead to it (`_take_back_ahead`)
+        # worker index -> the permit and batch sent ahead to it, until that batch takes a
+        # slot (`_take_back_ahead`; its messages may be MiBs, so not a moment longer)
         self._sent_ahead: dict[int, tuple[Slot, list[tuple[Prediction, protocol.Message]]]] = {}
         self._queue_size = queue_size
         self._queue_timeout = queue_timeout
@@ -383,6 +384,9 @@ class Predictions:
                 slot.release()
                 if self.batcher is not None:
                     self.batcher.freed()
+                    sent = self._sent_ahead.get(slot.member.index)
+                    if sent is not None and slot.member.ahead is not sent[0]:
+                        del self._sent_ahead[slot.member.index]  # it took its slot
                 if slot.member.draining:  # a reload waits for it to be idle
                     self._slots.released(slot.member)
                 if self.backlog is not None:
