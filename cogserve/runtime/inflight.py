@@ -3,11 +3,11 @@
 `Predictions` takes a built `Prediction` and either hands it to a free slot (`_hand_off`:
 the slot is taken, the frame delivered, the deadline started, the prediction marked
 started) or queues it in the `Backlog` until a slot frees. Frames from the worker are
-applied in order (`on_data`; frames that carry files are resolved first), and every end
-goes through `complete`: the slot is given back first (to the oldest queued prediction,
-if one waits), then the prediction settles and wakes its waiters. Cancels (queued: ended
-here; running: sent to the worker, and after `cancel_timeout` its worker is ended),
-deadlines and queue timeouts all end there too.
+applied by `frames.WorkerFrames`, and every end goes through `complete`: the slot is
+given back first (to the oldest queued prediction, if one waits), then the prediction
+settles and wakes its waiters. Cancels (queued: ended here; running: sent to the worker,
+and after `cancel_timeout` its worker is ended), deadlines and queue timeouts all end
+there too.
 
 It knows slots, never worker processes: what it needs of the workers is the `Slots`
 protocol (`runtime/workers.py` provides it). A later store hooks in at `_hand_off`
@@ -24,12 +24,12 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Collection
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import orjson
 
-from cogserve.runtime import handover
+from cogserve.runtime.ahead import AheadBatches
 from cogserve.runtime.backlog import Backlog
 from cogserve.runtime.batcher import Batcher
 from cogserve.runtime.errors import AtCapacity, InputNotSendable, QueueFull, UnknownPrediction
@@ -38,17 +38,10 @@ from cogserve.runtime.pool import Member, Slot, WorkerState
 from cogserve.runtime.prediction import Prediction
 from cogserve.sdk.runner import BatchLimits
 from cogserve.wire import protocol
-from cogserve.wire.protocol import FromWorker, Mode
+from cogserve.wire.protocol import Mode
 from cogserve.wire.states import Status
 
-if TYPE_CHECKING:
-    from cogserve.runtime.outputs import FileOutputs
-
 log = logging.getLogger("cogserve")
-
-# looked up once (an enum member through its class is ~75 ns on Python 3.11)
-_LOG, _OUTPUT, _METRIC = FromWorker.LOG, FromWorker.OUTPUT, FromWorker.METRIC
-
 
 # a queued prediction about to start -> the future of its start's write, or None
 StartRecorder = Callable[[Prediction], "concurrent.futures.Future[None] | None"]
@@ -71,20 +64,15 @@ class Slots(Protocol):
 
 
 class Predictions:
-    def __init__(self, slots: Slots, events: EventBus, file_outputs: FileOutputs,
-                 tmp_dirs: Collection[str], *, queue_size: int = 0,
+    def __init__(self, slots: Slots, events: EventBus, *, queue_size: int = 0,
                  queue_timeout: float | None = None, cancel_timeout: float = 5.0) -> None:
         self._slots = slots
         self._events = events
-        self._file_outputs = file_outputs
-        self._tmp_dirs = tmp_dirs
         self.cancel_timeout = cancel_timeout
         self.running: dict[str, Prediction] = {}  # queued and running, by id
         self.backlog: Backlog | None = None
         self.batcher: Batcher | None = None  # a @batch model's (see `configure_batching`)
-        # worker index -> the permit and batch sent ahead to it, until that batch takes a
-        # slot (`_take_back_ahead`; its messages may be MiBs, so not a moment longer)
-        self._sent_ahead: dict[int, tuple[Slot, list[tuple[Prediction, protocol.Message]]]] = {}
+        self._ahead = AheadBatches()  # batches sent ahead, until each takes its slot
         self._queue_size = queue_size
         self._queue_timeout = queue_timeout
         if queue_size > 0:
@@ -268,7 +256,7 @@ class Predictions:
                 if batch is None:
                     break
                 permit = member.acquire_ahead()
-                self._sent_ahead[member.index] = (permit, batch)
+                self._ahead.sent(member, permit, batch)
                 self._hand_off_batch(member, batch, permit)
 
     def fail_queued(self, reason: str) -> None:
@@ -314,63 +302,6 @@ class Predictions:
 
     # ------------------------------------------------------------ frames
 
-    def on_data(self, message: protocol.Message) -> None:
-        prediction = self.running.get(message.get("id", ""))
-        if prediction is None:  # e.g. it failed already on an upload error
-            handover.discard_folder(message, self._tmp_dirs)
-            return
-        if prediction.tail is None and not protocol.carries_files(message):
-            self._apply(prediction, message)
-            return
-        previous = prediction.tail
-        prediction.tail = asyncio.get_running_loop().create_task(
-            self._apply_later(prediction, message, previous))
-
-    async def _apply_later(self, prediction: Prediction, message: protocol.Message,
-                           previous: Awaitable[None] | None) -> None:
-        if previous is not None:
-            await previous
-        try:
-            if "output" in message and message["output"] is not None:
-                # an iterator's file is named by its place in the stream: output.<n>.ext
-                index = (len(prediction.current_output())
-                         if message[protocol.KIND] == FromWorker.OUTPUT else None)
-                message["output"] = await self._file_outputs.resolve(
-                    message["output"], prediction, index)
-        except Exception as exc:  # noqa: BLE001 - an upload failure fails the prediction
-            if not prediction.terminal:
-                if prediction.slot is not None:
-                    self._slots.send_cancel(prediction.slot, prediction.id)
-                self.complete(prediction, Status.FAILED, f"file output: {exc}")
-            handover.discard_folder(message, self._tmp_dirs)
-            return
-        self._apply(prediction, message)
-        handover.discard_folder(message, self._tmp_dirs)
-
-    def _apply(self, prediction: Prediction, message: protocol.Message) -> None:
-        if prediction.terminal:
-            return
-        prediction.mark_processing()
-        kind = message[protocol.KIND]
-        if kind == _LOG:  # a frame per log line and streamed token: constants, not
-            prediction.append_log(message["source"], message["data"])  # FromWorker.X
-        elif kind == _OUTPUT:
-            prediction.append_output(message["output"])
-        elif kind == _METRIC:
-            prediction.record_metric(message["name"], message["value"], message["mode"])
-        else:  # a terminal frame: done | failed | cancelled
-            if protocol.DOWNLOADS in message:  # file inputs the worker fetched
-                nbytes, failures = message[protocol.DOWNLOADS]
-                self._events.emit(RuntimeEvent.DOWNLOADS, bytes=nbytes, failures=failures)
-            if kind == FromWorker.DONE:
-                self.complete(prediction, Status.SUCCEEDED, output=message.get("output"),
-                              predict_time=message.get("predict_time"))
-            elif kind == FromWorker.FAILED:
-                self.complete(prediction, Status.FAILED,
-                              message.get("error") or "prediction failed")
-            elif kind == FromWorker.CANCELLED:
-                self.complete(prediction, Status.CANCELED)
-
     # ------------------------------------------------------------ completion
 
     def complete(self, prediction: Prediction, status: Status, error: str | None = None,
@@ -384,9 +315,8 @@ class Predictions:
                 slot.release()
                 if self.batcher is not None:
                     self.batcher.freed()
-                    sent = self._sent_ahead.get(slot.member.index)
-                    if sent is not None and slot.member.ahead is not sent[0]:
-                        del self._sent_ahead[slot.member.index]  # it took its slot
+                    if self._ahead:
+                        self._ahead.slot_released(slot.member)
                 if slot.member.draining:  # a reload waits for it to be idle
                     self._slots.released(slot.member)
                 if self.backlog is not None:
@@ -412,7 +342,9 @@ class Predictions:
         """`member`'s worker ended: what ran on it ends too. A prediction whose cancel
         was asked for ends `canceled` (the reason in its logs), unless the server is
         shutting down. A batch sent ahead that had not begun waits again instead."""
-        self._take_back_ahead(member)
+        back = self._ahead.take_back(member, self.running)
+        if back and self.backlog is not None:
+            self.backlog.restore(back)
         mine = [p for p in self.running.values()
                 if p.slot is not None and p.slot.member is member]
         for prediction in mine:
@@ -423,27 +355,6 @@ class Predictions:
                 self.complete(prediction, Status.FAILED, f"prediction failed: {reason}")
         if during_shutdown and self._slots.state is not WorkerState.READY:
             self.fail_queued("prediction failed: the server shut down before it ran")
-
-    def _take_back_ahead(self, member: Member) -> None:
-        """A batch sent ahead to `member`'s worker, which died before it began that batch
-        (its permit never took a slot): back to the front of the backlog, as it would
-        have been without being sent ahead. Not its members that ended meanwhile, nor
-        those cancelled or spilled to a file in the dead worker's folder: they end with
-        the worker's others."""
-        sent = self._sent_ahead.pop(member.index, None)
-        if sent is None or member.ahead is not sent[0] or self.backlog is None:
-            return
-        back = []
-        for prediction, message in sent[1]:
-            if self.running.get(prediction.id) is not prediction or prediction.terminal \
-                    or prediction.cancel_requested or protocol.INPUT_FILE in message:
-                continue
-            slot, prediction.slot = prediction.slot, None
-            if slot is not None:
-                slot.release()
-            prediction.mark_waiting_again()
-            back.append((prediction, message))
-        self.backlog.restore(back)
 
     async def settled(self, timeout: float) -> bool:
         """Wait until no prediction is in flight; False if `timeout` seconds pass first."""

@@ -43,6 +43,7 @@ from cogserve.runtime.errors import (
 )
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.found import Found, Queued, Running
+from cogserve.runtime.frames import WorkerFrames
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import EventHistory
 from cogserve.runtime.inflight import Predictions, drain
@@ -83,12 +84,14 @@ class Service:
         listener = WorkerReports(self._on_schema, self._on_settled)
         self._workers = Workers(config, settings, listener, self.events,
                                 spawner=spawner, gate=gate, on_setup_log=on_setup_log)
+        slots = SlotsOf(self._workers)
         self._predictions = Predictions(
-            SlotsOf(self._workers), self.events,
-            FileOutputs(settings.upload_url, self.events, self.resolver),
-            self._workers.folders.worker_dirs, queue_size=settings.queue_size,
+            slots, self.events, queue_size=settings.queue_size,
             queue_timeout=settings.queue_timeout, cancel_timeout=settings.cancel_timeout)
-        listener.on_data = self._predictions.on_data  # the per-frame path: one call
+        frames = WorkerFrames(self._predictions, slots, self.events,
+                              FileOutputs(settings.upload_url, self.events, self.resolver),
+                              self._workers.folders.worker_dirs)
+        listener.on_data = frames.on_data  # the per-frame path: one call
         listener.on_lost = self._predictions.on_lost
         # the recent cache, before the durable store (--store; None: memory only),
         # written by its listener; a queued prediction it keeps starts once its start

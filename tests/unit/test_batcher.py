@@ -105,7 +105,7 @@ def test_a_full_batch_goes_ahead_to_a_busy_sync_worker_and_runs_in_its_slot(
         assert [await ended(p) for p in made] == [Status.SUCCEEDED] * 9
         assert service.capacity().in_use == 0
         # nothing of a batch sent ahead is kept once it has run
-        assert service._predictions._sent_ahead == {}  # noqa: SLF001
+        assert not service._predictions._ahead  # noqa: SLF001
 
     in_service(tmp_path, body, queue_size=16)
 
