@@ -118,6 +118,10 @@ class LogRouter:
         self.active: dict[str, LogTarget] = {}
         self.drains: list[_Drain] = []
         self._readable = select.poll()  # the drains' pipes: is output waiting in them?
+        # one poll() at a time: a poll object refuses a second caller ("concurrent poll()
+        # invocation"), and predictions end on two threads in a sync @batch worker (its
+        # read-ahead thread) and in an async one (inputs prepared in the executor)
+        self._poll_lock = threading.Lock()
         self._lock = threading.Lock()
 
     def add_drain(self, drain: _Drain) -> None:
@@ -166,7 +170,11 @@ class LogRouter:
         """
         waited = False
         deadline = 0.0
-        readable = self._readable.poll(0) if self.drains else []
+        if self.drains:
+            with self._poll_lock:
+                readable = self._readable.poll(0)
+        else:
+            readable = []
         for drain in self.drains:
             pending = bool(readable) and any(fd == drain.fd and events & select.POLLIN
                                              for fd, events in readable)

@@ -29,3 +29,36 @@ def test_one_huge_line_is_sent_in_pieces() -> None:
     sent = _pieces("y" * (3 * PIECE + 5) + "\n")
     assert "".join(sent) == "y" * (3 * PIECE + 5) + "\n"
     assert max(map(len, sent)) <= PIECE
+
+
+def test_settle_may_be_called_from_two_threads_at_once() -> None:
+    """A sync @batch worker ends a prediction cancelled before its batch ran on its
+    read-ahead thread while the main thread ends others (bench scenario 12b found
+    `RuntimeError: concurrent poll() invocation`, which ended the worker)."""
+    import os
+    import threading
+
+    from cogserve.worker.logs import LogRouter, LogTarget, _Drain
+
+    router = LogRouter(LogTarget(lambda source, data: None))
+    read_end, write_end = os.pipe()
+    try:
+        router.add_drain(_Drain(read_end))
+        errors: list[BaseException] = []
+
+        def hammer() -> None:
+            try:
+                for _ in range(20_000):
+                    router.settle(timeout=0)
+            except BaseException as exc:  # noqa: BLE001 - the test reports it
+                errors.append(exc)
+
+        threads = [threading.Thread(target=hammer) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+    finally:
+        os.close(read_end)
+        os.close(write_end)
