@@ -7,6 +7,7 @@ file handles and floats, and defaults fill what the client left out.
 from __future__ import annotations
 
 import pathlib
+import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cogserve.model.specs import InputSpec, Signature, TypeKind, TypeSpec
@@ -30,18 +31,23 @@ class Downloads:
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
         self._fetcher: Fetcher | None = None
+        # built once though two threads may ask at once (a sync @batch worker prepares on
+        # its read-ahead thread, a training on the main thread)
+        self._building = threading.Lock()
 
     def start(self) -> tuple[ThreadPoolExecutor, Fetcher]:
         """The download threads and the fetcher, built on first use."""
-        if self._pool is None or self._fetcher is None:
-            from concurrent.futures import ThreadPoolExecutor
+        with self._building:
+            if self._pool is None or self._fetcher is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-            from cogserve.process.netpolicy import URLPolicy
-            from cogserve.worker.files import Fetcher
+                from cogserve.process.netpolicy import URLPolicy
+                from cogserve.worker.files import Fetcher
 
-            self._fetcher = Fetcher(URLPolicy.from_env())  # COGSERVE_URL_POLICY, read once
-            self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="cogserve-fetch")
-        return self._pool, self._fetcher
+                self._fetcher = Fetcher(URLPolicy.from_env())  # COGSERVE_URL_POLICY, once
+                self._pool = ThreadPoolExecutor(max_workers=8,
+                                                thread_name_prefix="cogserve-fetch")
+            return self._pool, self._fetcher
 
     def take_tally(self) -> list[int] | None:
         """[bytes, failures] downloaded since the parent was last told, or None."""
