@@ -97,7 +97,7 @@ def prepare(sig: Signature, raw: dict[str, Any], dest: Destination) -> dict[str,
 
 def _fetch_files(kwargs: dict[str, Any], jobs: list[tuple[str, int | None, Any]],
                  dest: Destination) -> None:
-    """Put each file input into `folder` and its Path (or open file) into `kwargs`.
+    """Put each file input into `dest`'s folders and its Path (or open file) into `kwargs`.
 
     A data URL is written here, in the calling thread; only http(s) URLs go to the
     download threads, and only they make the prediction's Transfers (with its deadline
@@ -120,11 +120,9 @@ def _fetch_files(kwargs: dict[str, Any], jobs: list[tuple[str, int | None, Any]]
     for name, index, (kind, url) in jobs:
         if url.startswith("data:"):
             label = name if index is None else f"{name}[{index}]"
-            memory = dest.memdir()
-            try:
+            try:  # in memory where the worker has a folder there; on disk otherwise
                 done.append((name, index, kind, dataurls.write(
-                    url, memory, label, index, spare=dest.tmpdir) if memory is not None
-                    else dataurls.write(url, dest.tmpdir(), label, index)))
+                    url, dest.memdir() or dest.tmpdir(), label, index, spare=dest.tmpdir)))
             except FetchError as exc:
                 errors.append(str(exc))
         else:  # in a copy of this context, so a download's span has its parent

@@ -69,7 +69,7 @@ class Job:
         self.scope = Scope(self._metric, message.get("context"))
         self._tmpdir: pathlib.Path | None = None
         self._memdir: pathlib.Path | None = None
-        self._no_memdir = False  # the worker has none, or it is full: ask once
+        self._no_memdir = False  # the worker had none to give: ask once
         self.opened: list[Any] = []
         self.files_sent = False
         # a batch member cancelled mid-call: the call may still read its input files;
@@ -128,11 +128,12 @@ class Job:
             except Exception:  # noqa: BLE001 - best effort
                 pass
         self.opened.clear()
+        if self._tmpdir is None and self._memdir is None:
+            return  # no file input and no tempfile: most predictions
         if self.files_sent:
             # an output may be one of these files (a model that returns its input)
-            folders = [str(f) for f in (self._tmpdir, self._memdir) if f is not None]
-            if folders:
-                protocol.hand_over_folders(message, folders)
+            protocol.hand_over_folders(message, [str(f) for f in (self._tmpdir, self._memdir)
+                                                 if f is not None])
             self._tmpdir = self._memdir = None
         else:
             self._drop_folder()
