@@ -63,8 +63,12 @@ class Classifier:
                               memory_format=torch.channels_last)
         self.mean = torch.tensor(MEAN, device=self.device).view(1, 3, 1, 1)
         self.std = torch.tensor(STD, device=self.device).view(1, 3, 1, 1)
-        if self.device == "cuda":
-            torch.backends.cudnn.benchmark = True
+        # cuDNN's own heuristics, not its autotuner (`cudnn.benchmark`): the autotuner
+        # measures the algorithms anew for every input shape it meets, and a server
+        # batching dynamically meets up to 32 batch sizes, each one first seen in the
+        # middle of a measured point (a pause of its own, in some systems' points and not
+        # others'). Every system and the in-process ceiling run the same choice.
+        torch.backends.cudnn.benchmark = False
 
     def top5(self, images: list[np.ndarray]) -> list[dict[str, list[Any]]]:
         """Per image: its TOP classes and their probabilities, most likely first."""
