@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import math
+import time
 from dataclasses import dataclass, field
 
 from cogserve.runtime.supervisor import WorkerHandle
@@ -44,6 +46,7 @@ class Slot:
 
     member: Member
     shared: bool = field(default=False, compare=False)  # split among a batch (`share`)
+    since: float = field(default=0.0, compare=False)  # when its call began (monotonic)
 
     def release(self) -> None:
         member = self.member
@@ -54,6 +57,7 @@ class Slot:
         ahead = member.ahead
         if ahead is not None and len(member._held) < member.slots:
             member.ahead = None  # the batch sent ahead runs now: it holds a slot
+            ahead.since = time.monotonic()
             member._held.add(ahead)
 
     def share(self, count: int) -> list[Share]:
@@ -121,9 +125,14 @@ class Member:
 
     def acquire(self) -> Slot:
         """Take a slot (the caller checked `free`); release the permit to give it back."""
-        slot = Slot(self)
+        slot = Slot(self, since=time.monotonic())
         self._held.add(slot)
         return slot
+
+    @property
+    def busy_since(self) -> float:
+        """When the oldest of its running calls began (monotonic); inf when idle."""
+        return min((slot.since for slot in self._held), default=math.inf)
 
     @property
     def takes_ahead(self) -> bool:
@@ -173,11 +182,18 @@ class Pool:
         return best
 
     def pick_ahead(self) -> Member | None:
-        """A busy worker that takes a batch ahead (`Member.takes_ahead`), or None."""
+        """A busy worker that takes a batch ahead (`Member.takes_ahead`), or None; of
+        several, the one whose running call began first. A batch sent ahead waits for
+        that worker alone, so it goes where a slot is likeliest to come back first: with
+        every call the same size, the oldest ends first."""
+        best: Member | None = None
+        began = 0.0
         for member in self.members:
             if member.takes_ahead:
-                return member
-        return None
+                since = member.busy_since
+                if best is None or since < began:
+                    best, began = member, since
+        return best
 
     @property
     def free(self) -> int:

@@ -110,6 +110,34 @@ def test_a_full_batch_goes_ahead_to_a_busy_sync_worker_and_runs_in_its_slot(
     in_service(tmp_path, body, queue_size=16)
 
 
+def test_of_two_busy_workers_the_one_whose_call_began_first_gets_the_batch_ahead(
+        tmp_path: pathlib.Path) -> None:
+    """A batch sent ahead waits for its worker alone: it goes where a slot is likeliest to
+    come back first, not to the first worker of the pool."""
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        first, second = spawner.workers
+        for worker in (first, second):
+            worker.boot(batch=LIMITS)
+        made = {pid: service.create(PredictionRequest({"n": 1}, id=pid)) for pid in "abcdef"}
+        assert (first.batches(), second.batches()) == ([["a", "b", "c"]], [["d", "e", "f"]])
+        for pid in "abc":
+            first.data(done(pid))
+        assert [await ended(made[pid]) for pid in "abc"] == [Status.SUCCEEDED] * 3
+        for pid in "ghi":  # the first worker is free again: it takes these at once
+            made[pid] = service.create(PredictionRequest({"n": 1}, id=pid))
+        await until(lambda: len(first.batches()) == 2)
+        for pid in "jkl":  # both busy: ahead to the second, whose call began before
+            made[pid] = service.create(PredictionRequest({"n": 1}, id=pid))
+        assert second.batches() == [["d", "e", "f"], ["j", "k", "l"]]
+        assert first.batches() == [["a", "b", "c"], ["g", "h", "i"]]
+        for worker, pids in ((first, "ghi"), (second, "defjkl")):
+            for pid in pids:
+                worker.data(done(pid))
+        assert [await ended(made[pid]) for pid in "defghijkl"] == [Status.SUCCEEDED] * 9
+
+    in_service(tmp_path, body, queue_size=16, workers=2)
+
+
 def test_an_async_worker_gets_no_batch_ahead(tmp_path: pathlib.Path) -> None:
     """It would run it at once, beyond its concurrency."""
     async def body(service: Service, spawner: FakeSpawner) -> None:
