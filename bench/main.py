@@ -29,7 +29,8 @@ import time
 import traceback
 
 from bench import envs, loadgen, profile, report, systems
-from bench.scenarios import ALL, Context, Scenario, Unavailable, Unsupported
+from bench.catalog import ALL
+from bench.scenarios import Context, Scenario, Unavailable, Unsupported
 from bench.systems import BASELINE, COGSERVE, LITSERVE, MLSERVER, REFERENCE, Server, StartError
 
 RESULTS = envs.BENCH / "RESULTS.md"

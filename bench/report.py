@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench import envs
-from bench.scenarios import ALL, PARENT_CPU, WORKER_CPU, Figure, Scenario
+from bench.catalog import ALL
+from bench.scenarios import PARENT_CPU, WORKER_CPU, Figure, Scenario
 from bench.systems import (
     BASELINE,
     COGSERVE,

@@ -826,17 +826,3 @@ class ImageDecode64(ImageDecode):
     title = ("CPU proxy of the GPU path, 64 clients: scenario 12's JPEG data URL; "
              "@batch(32, 2 ms) vs unbatched, LitServe batching")
     connections = 64
-
-
-def _soak() -> Scenario:
-    from bench.soak import Soak  # imports this module: loaded after it
-
-    return Soak()
-
-
-ALL: tuple[Scenario, ...] = (
-    NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), OpenAIStream(),
-    FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
-    V2Binary(), CPUPool(),
-    _soak(), MLPBatch(), ImageDecode(), ImageDecode64(),
-)

@@ -15,8 +15,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from bench import report  # noqa: E402
+from bench.catalog import ALL  # noqa: E402
 from bench.procs import Proc  # noqa: E402
-from bench.scenarios import ALL  # noqa: E402
 
 CHILD_IN_OWN_SESSION = """
 import subprocess, sys, time
