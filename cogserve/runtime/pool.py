@@ -46,7 +46,9 @@ class Slot:
 
     member: Member
     shared: bool = field(default=False, compare=False)  # split among a batch (`share`)
-    since: float = field(default=0.0, compare=False)  # when its call began (monotonic)
+    # when its batch's call began (monotonic; set by `share`): a class default, so the
+    # permit of an unbatched prediction costs nothing more to make
+    since = 0.0
 
     def release(self) -> None:
         member = self.member
@@ -61,8 +63,10 @@ class Slot:
             member._held.add(ahead)
 
     def share(self, count: int) -> list[Share]:
-        """Split this permit among the `count` predictions of one batch (`@batch`)."""
+        """Split this permit among the `count` predictions of one batch (`@batch`); the
+        batch is handed to the worker now (`since`: `Pool.pick_ahead` asks)."""
         self.shared = True
+        self.since = time.monotonic()
         parts: set[Share] = set()
         shares = [Share(self, parts) for _ in range(count)]
         parts.update(shares)
@@ -125,13 +129,13 @@ class Member:
 
     def acquire(self) -> Slot:
         """Take a slot (the caller checked `free`); release the permit to give it back."""
-        slot = Slot(self, since=time.monotonic())
+        slot = Slot(self)
         self._held.add(slot)
         return slot
 
     @property
     def busy_since(self) -> float:
-        """When the oldest of its running calls began (monotonic); inf when idle."""
+        """When the oldest of its running batches began (monotonic); inf when idle."""
         return min((slot.since for slot in self._held), default=math.inf)
 
     @property
