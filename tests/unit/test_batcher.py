@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import time
 
 import pytest
 
@@ -62,6 +63,64 @@ def test_a_lone_prediction_on_an_idle_model_leaves_at_once(tmp_path: pathlib.Pat
         assert loop.time() - created < LIMITS[1]
 
     in_service(tmp_path, body)
+
+
+def test_a_batch_whose_window_closed_still_takes_the_requests_being_read(
+        tmp_path: pathlib.Path) -> None:
+    """Issue 35: closed-loop clients just answered come back one event-loop turn after
+    another while the server reads them; a batch that left the moment its window
+    closed split them, and the rest waited a whole call (32 clients got batches of 21
+    on a 35 ms run()). It leaves at the first turn that brings no new request."""
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=(5, 0.05))
+        loop = asyncio.get_running_loop()
+
+        def arrive(ids: str) -> None:  # one request per turn of the loop, as if read
+            service.create(PredictionRequest({"n": 1}, id=ids[0]))
+            if ids[1:]:
+                loop.call_soon(arrive, ids[1:])
+
+        # an idle model: the window is closed from the first request on; the batch
+        # leaves short of max_size once a turn brings none
+        started = loop.time()
+        arrive("abc")
+        await until(lambda: bool(worker.batches()))
+        assert worker.batches() == [["a", "b", "c"]]
+        assert loop.time() - started < 0.05  # turns of the loop, not max_wait
+        # and a burst longer than max_size leaves full, the rest in the next batch
+        arrive("defghij")
+        await until(lambda: len(worker.batches()) == 2)
+        assert worker.batches()[1] == ["d", "e", "f", "g", "h"]
+
+    in_service(tmp_path, body, queue_size=16)
+
+
+def test_a_stream_that_never_pauses_holds_a_batch_back_max_wait_more_at_most(
+        tmp_path: pathlib.Path) -> None:
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        worker = spawner.last
+        worker.boot(batch=(50, 0.002))
+        loop = asyncio.get_running_loop()
+        ids = [f"p{n}" for n in range(40)]
+
+        def arrive(n: int) -> None:  # a request every turn, each turn 1 ms long
+            service.create(PredictionRequest({"n": 1}, id=ids[n]))
+            time.sleep(0.001)
+            if n + 1 < len(ids):
+                loop.call_soon(arrive, n + 1)
+
+        arrive(0)
+        await until(lambda: bool(worker.batches()) and service.capacity().queue_length + sum(
+            map(len, worker.batches())) == len(ids))  # a batch left; the stream has ended
+        first = worker.batches()[0]
+        assert 1 <= len(first) < len(ids)  # it left before the stream ended, not full
+        for pid in first:
+            worker.data(done(pid))
+        await until(lambda: sum(map(len, worker.batches())) == len(ids))
+        assert [pid for batch in worker.batches() for pid in batch] == ids
+
+    in_service(tmp_path, body, queue_size=64)
 
 
 def test_predictions_waiting_while_the_slot_is_busy_leave_together(
