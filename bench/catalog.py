@@ -13,6 +13,7 @@ from bench.scenarios import (
     FileUpload,
     ImageDecode,
     ImageDecode64,
+    ImageWait,
     LargeInput,
     MLPBatch,
     NoopConcurrent,
@@ -29,5 +30,5 @@ ALL: tuple[Scenario, ...] = (
     NoopSequential(), NoopConcurrent(), AsyncSlots(), SSETokens(), OpenAIStream(),
     FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
     V2Binary(), CPUPool(),
-    Soak(), MLPBatch(), ImageDecode(), ImageDecode64(),
+    Soak(), MLPBatch(), ImageDecode(), ImageDecode64(), ImageWait(),
 )

@@ -826,3 +826,25 @@ class ImageDecode64(ImageDecode):
     title = ("CPU proxy of the GPU path, 64 clients: scenario 12's JPEG data URL; "
              "@batch(32, 2 ms) vs unbatched, LitServe batching")
     connections = 64
+
+
+class ImageWait(ImageDecode):
+    """Scenario 12 with a GPU-shaped run(): each call reads its images' headers and waits
+    35 ms whatever its size (`BENCH_RUN_WAIT_S`), leaving the CPU to the server as a
+    CUDA call does. With 32 clients and batches of up to 32 the rate is how full the
+    batches are over how long the server leaves between calls: how batches form under
+    a closed loop, the part of the GPU's idle time that is the server's (issue 35)."""
+
+    key = "image_wait"
+    number = "12c"
+    title = ("GPU-shaped CPU proxy: scenario 12's JPEG data URL, run() waits 35 ms per "
+             "call; 32 clients; @batch(32, 2 ms) vs LitServe batching")
+    systems = (COGSERVE, LITSERVE)
+    figures = (Figure("successful req/s", "req/s", True),
+               Figure("p50, all responses", "ms", False),
+               Figure("non-2xx", "count/round", False),
+               Figure(FRONT_CPU, "µs", False), Figure(BATCH_MEAN, "requests", True))
+
+    def env(self, system: str) -> dict[str, str]:
+        return {"BENCH_RUN_WAIT_S": "0.035"}
+

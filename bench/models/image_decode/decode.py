@@ -6,6 +6,11 @@ whatever the server spends around it. Each run() measures its own CPU (this thre
 `time.thread_time()` around the decodes) into `Meter`, so the bench can subtract the
 model's work from the process's and see the server's overhead alone. Shared by the
 unbatched and batched cogserve models and the LitServe app.
+
+`BENCH_RUN_WAIT_S` (scenario 12c) makes each call GPU-shaped instead: it reads each
+image's header (the input arrived whole and is a JPEG) and then waits that long, whatever
+the batch's size, leaving the CPU to the server as a CUDA call does; how full the
+batches are then decides the rate.
 """
 
 import io
@@ -14,6 +19,8 @@ import os
 import time
 
 from PIL import Image
+
+WAIT_S = float(os.environ.get("BENCH_RUN_WAIT_S") or 0)
 
 
 class Meter:
@@ -28,8 +35,11 @@ class Meter:
         sizes = []
         for path in paths:
             with Image.open(path) as image:
-                image.load()
+                if not WAIT_S:
+                    image.load()
                 sizes.append(f"{image.width}x{image.height}")
+        if WAIT_S:
+            time.sleep(WAIT_S)
         self.cpu += time.thread_time() - started
         self.images += len(paths)
         return sizes
