@@ -30,8 +30,9 @@ each for a 40 KB image on a 2-core VM), so 32 of them come back over several ms,
 than a 2 ms `max_wait`. A batch that left the moment its window closed took those read
 by then, and the rest waited a whole run() call: with a run() of 35 ms that leaves the
 CPU free (as a GPU's does), 32 clients got batches of 21 and 455-477 req/s; taking the
-burst being read, 31 and 652 (issue 35). A run() that is CPU-bound gains nothing from a
-fuller batch, and lost nothing measurable to the wait (scenario 12b's model, 1.00x).
+burst being read, 31 and 652 (issue 35). A run() that is CPU-bound gains little from a
+fuller batch, and lost nothing to the wait (bench scenarios 12 and 12b: 1.05x and 1.08x
+req/s).
 
 A batch is the run
 of consecutive predictions at the head of the backlog: a training (never batched) that
@@ -102,7 +103,8 @@ class Batcher:
             return None
         loop = asyncio.get_running_loop()
         if count < self.limits.max_size and not self._due:
-            if self._timer is None:
+            if self._timer is None:  # a new window: what an earlier one counted is void
+                self._counted = 0
                 closes = self._freed + self.limits.max_wait
                 self._timer = loop.call_at(closes, self._fire) if loop.time() < closes \
                     else loop.call_soon(self._fire)
