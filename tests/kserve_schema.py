@@ -27,6 +27,7 @@ STR_MAP = {"type": "object", "additionalProperties": STR}
 # the `$id` of kubernetes-validate's definitions file, and Container's name in it
 KUBERNETES = "https://kubernetes.io/api/_definitions.json"
 CONTAINER = "io.k8s.api.core.v1.Container"
+VOLUME = "io.k8s.api.core.v1.Volume"
 
 
 def strict(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -51,6 +52,7 @@ SERVING_RUNTIME_SPEC = strict({
     "labels": STR_MAP,
     "nodeSelector": STR_MAP,
     "containers": {"type": "array", "items": {"$ref": f"{KUBERNETES}#/$defs/{CONTAINER}"}},
+    "volumes": {"type": "array", "items": {"$ref": f"{KUBERNETES}#/$defs/{VOLUME}"}},
 }, required=("containers",))
 
 PREDICTOR_SPEC = strict({

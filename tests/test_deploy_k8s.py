@@ -54,6 +54,10 @@ def test_deployment_service_hpa_validate_and_say_what_cogserve_needs():
         "limits": {"memory": "1Gi", "nvidia.com/gpu": "1"}}
     assert container["securityContext"]["runAsNonRoot"] is True
     assert container["ports"] == [{"name": "http", "containerPort": 5000, "protocol": "TCP"}]
+    # data URL inputs go to /dev/shm: memory-backed, not the container's own 64 MiB
+    (volume,) = pod["volumes"]
+    assert volume["emptyDir"] == {"medium": "Memory"}
+    assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/dev/shm"}]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert service["spec"]["ports"][0]["targetPort"] == "http"
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 5)
@@ -69,7 +73,7 @@ def test_kserve_runtime_and_inference_service_validate_against_kserves_crd_schem
     # the container also passes the Kubernetes schema itself, inside a Pod
     (container,) = runtime["spec"]["containers"]
     validate_core({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                   "spec": {"containers": [container]}})
+                   "spec": {"containers": [container], "volumes": runtime["spec"]["volumes"]}})
     assert isvc["metadata"]["name"] == "slots-model"
     predictor = isvc["spec"]["predictor"]
     assert predictor["containerConcurrency"] == 4  # cog.yaml concurrency.max
@@ -81,6 +85,9 @@ def test_kserve_runtime_and_inference_service_validate_against_kserves_crd_schem
     assert {"name": "PORT", "value": "8080"} in container["env"]
     assert container["args"] == ["--model-name={{.Name}}"]
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8080}
+    (volume,) = runtime["spec"]["volumes"]
+    assert volume["emptyDir"] == {"medium": "Memory"}
+    assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/dev/shm"}]
 
 
 def test_slots_flag_sets_the_servers_slots_and_the_concurrency_limit():

@@ -11,7 +11,10 @@ The manifests encode what cogserve's states mean to the platform:
 - KServe's `containerConcurrency` equals the model's slots, so Knative's queue-proxy
   holds request number slots+1 instead of cogserve answering 409;
 - the termination grace period covers the preStop pause, the drain and a margin (on
-  KServe, Knative's revision timeout is that grace period).
+  KServe, Knative's revision timeout is that grace period);
+- `/dev/shm` is a memory-backed volume: a container's own is 64 MiB, too small for the
+  data URL inputs cogserve writes there (`COGSERVE_MEMORY_DIR`) under load and for
+  PyTorch's worker processes; what is written there counts against the memory limit.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ GRACE_MARGIN_SECONDS = 10  # worker stop and process exit after the drain
 MODEL_FORMAT = "cog"  # the KServe model format the runtime declares
 GPU_RESOURCE = "nvidia.com/gpu"
 KNATIVE_TIMEOUT_SECONDS = 300  # Knative's default request timeout
+SHM_VOLUME = {"name": "shm", "emptyDir": {"medium": "Memory"}}  # mounted at /dev/shm
 
 
 @dataclass
@@ -117,6 +121,7 @@ def _container(name: str, options: Options, port: int, slots: int | None,
         **_probes(port if kserve else "http", options, startup=not kserve),
         "securityContext": {"runAsNonRoot": True, "runAsUser": APP_UID,
                             "allowPrivilegeEscalation": False},
+        "volumeMounts": [{"name": SHM_VOLUME["name"], "mountPath": "/dev/shm"}],
     }
     if not kserve:  # Knative keeps a terminating pod out of rotation itself
         container["lifecycle"] = {"preStop": {"exec": {"command": [
@@ -147,6 +152,7 @@ def manifests(config: ModelConfig, options: Options) -> list[dict[str, Any]]:
                     "terminationGracePeriodSeconds": grace_seconds(options),
                     "containers": [_container("model", options, DEFAULT_PORT, explicit,
                                               kserve=False)],
+                    "volumes": [SHM_VOLUME],
                 },
             },
         },
@@ -191,6 +197,7 @@ def _kserve(name: str, labels: dict[str, str], options: Options, slots: int,
             "protocolVersions": ["v2"],
             "multiModel": False,
             "containers": [container],
+            "volumes": [SHM_VOLUME],
         },
     }
     inference_service = {
