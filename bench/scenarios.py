@@ -488,7 +488,10 @@ class ColdStartEnv(Scenario):
                 "assert e.find_ready() is not None\n"
                 "print((time.perf_counter() - t) * 1000)")
         python = envs.venv(COGSERVE) / "bin" / "python"
-        done = subprocess.run([str(python), "-c", code], env={**os.environ, **self.env(COGSERVE)},
+        # -P: the cogserve installed in the venv, the one `serve` ran, not the checkout
+        # that `-c` would import from the working directory (another digest, another key)
+        done = subprocess.run([str(python), "-P", "-c", code],
+                              env={**os.environ, **self.env(COGSERVE)},
                               capture_output=True, text=True, check=True, timeout=60)
         return float(done.stdout.split()[-1])
 
