@@ -9,7 +9,6 @@ import orjson
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.cycle import Cycle
 
-JSON_HEADERS = [(b"content-type", b"application/json")]
 # the scope key under which a route leaves the prediction a request made or named, for
 # the request observer (access log, trace) to read after the response
 PREDICTION_KEY = "cogserve.prediction"

@@ -10,7 +10,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from cogserve.model.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
+from cogserve.model.specs import (
+    InputSpec,
+    OutputSpec,
+    Signature,
+    Streamed,
+    TypeKind,
+    TypeSpec,
+)
 from cogserve.sdk.runner import MISSING
 from cogserve.sdk.types import Secret
 from cogserve.wire.states import Status, WebhookEvent
@@ -154,9 +161,10 @@ def input_schema(sig: Signature) -> tuple[dict[str, Any], dict[str, Any]]:
 def output_schema(output: OutputSpec) -> dict[str, Any]:
     item = type_schema(output.type)
     if output.iterator:
-        out: dict[str, Any] = {"type": "array", "items": item, "x-cog-array-type": "iterator"}
-        if output.iterator == "concatenate":
-            out["x-cog-array-display"] = "concatenate"
+        out: dict[str, Any] = {"type": "array", "items": item,
+                               "x-cog-array-type": str(Streamed.ITERATOR)}
+        if output.iterator is Streamed.CONCATENATE:
+            out["x-cog-array-display"] = str(Streamed.CONCATENATE)
     else:
         out = item
     return {"title": "Output", **out}

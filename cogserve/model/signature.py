@@ -20,7 +20,14 @@ from typing import Any
 
 from cogserve.exceptions import DefinitionError
 from cogserve.model.schema import input_property
-from cogserve.model.specs import InputSpec, OutputSpec, Signature, TypeKind, TypeSpec
+from cogserve.model.specs import (
+    InputSpec,
+    OutputSpec,
+    Signature,
+    Streamed,
+    TypeKind,
+    TypeSpec,
+)
 from cogserve.model.validation import Errors, compile_property  # one rule set for both
 from cogserve.sdk import types as sdk_types
 from cogserve.sdk.runner import MISSING, DefaultFactory, FieldInfo
@@ -300,25 +307,20 @@ def _output_type(tp: Any, where: _Where) -> OutputSpec:
     args = typing.get_args(tp)
     concatenating = (sdk_types.ConcatenateIterator, sdk_types.AsyncConcatenateIterator)
     if tp in concatenating or origin in concatenating:
-        is_async = (origin or tp) is sdk_types.AsyncConcatenateIterator
         item = _value_type(args[0], where) if args else TypeSpec(TypeKind.STR)
         if item.kind != TypeKind.STR:
             raise where.error("ConcatenateIterator must yield str")
-        return OutputSpec(item, iterator="concatenate", is_async_iterator=is_async)
+        return OutputSpec(item, Streamed.CONCATENATE)
     if origin in (
         collections.abc.Iterator,
         collections.abc.Generator,
         collections.abc.Iterable,
-    ):
-        item = _value_type(args[0], where) if args else TypeSpec(TypeKind.ANY)
-        return OutputSpec(item, "iterator")
-    if origin in (
         collections.abc.AsyncIterator,
         collections.abc.AsyncGenerator,
         collections.abc.AsyncIterable,
     ):
         item = _value_type(args[0], where) if args else TypeSpec(TypeKind.ANY)
-        return OutputSpec(item, "iterator", is_async_iterator=True)
+        return OutputSpec(item, Streamed.ITERATOR)
     if origin in (typing.Union, types.UnionType):
         raise where.error(f"the return type {_name(tp)} is a union or Optional; return one "
                           "type (use a BaseModel with optional fields)")

@@ -79,11 +79,18 @@ class InputSpec:
                                             or self.type.kind == TypeKind.UNION)
 
 
+class Streamed(StrEnum):
+    """How an iterator output streams (its schema's `x-cog-array-type`/`-display`): items,
+    or pieces of one string (`ConcatenateIterator`)."""
+
+    ITERATOR = "iterator"
+    CONCATENATE = "concatenate"
+
+
 @dataclass
 class OutputSpec:
     type: TypeSpec
-    iterator: str | None = None  # None, "iterator" or "concatenate"
-    is_async_iterator: bool = False
+    iterator: Streamed | None = None  # None: run() returns the output whole
 
 
 @dataclass

@@ -82,7 +82,7 @@ class Metrics:
         if self.gpu is not None:
             registry.register(self.gpu)
         r: dict[str, Any] = {"registry": registry}
-        self.loop_series = series = LoopSeries()
+        series = LoopSeries()
         registry.register(series)
         self.http_requests = series.counter(
             "cogserve_http_requests", "HTTP requests answered, by route template, method "
