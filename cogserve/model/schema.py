@@ -10,14 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from cogserve.model.specs import (
-    InputSpec,
-    OutputSpec,
-    Signature,
-    Streamed,
-    TypeKind,
-    TypeSpec,
-)
+from cogserve.model.specs import InputSpec, OutputSpec, Signature, Streamed, TypeKind, TypeSpec
 from cogserve.sdk.runner import MISSING
 from cogserve.sdk.types import Secret
 from cogserve.wire.states import Status, WebhookEvent

@@ -20,14 +20,7 @@ from typing import Any
 
 from cogserve.exceptions import DefinitionError
 from cogserve.model.schema import input_property
-from cogserve.model.specs import (
-    InputSpec,
-    OutputSpec,
-    Signature,
-    Streamed,
-    TypeKind,
-    TypeSpec,
-)
+from cogserve.model.specs import InputSpec, OutputSpec, Signature, Streamed, TypeKind, TypeSpec
 from cogserve.model.validation import Errors, compile_property  # one rule set for both
 from cogserve.sdk import types as sdk_types
 from cogserve.sdk.runner import MISSING, DefaultFactory, FieldInfo
