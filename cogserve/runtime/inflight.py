@@ -314,7 +314,7 @@ class Predictions:
             if slot is not None:
                 slot.release()
                 if self.batcher is not None:
-                    self.batcher.freed()
+                    self.batcher.freed(len(self.backlog) if self.backlog is not None else 0)
                     if self._ahead:
                         self._ahead.slot_released(slot.member)
                 if slot.member.draining:  # a reload waits for it to be idle
