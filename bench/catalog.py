@@ -13,6 +13,7 @@ from bench.scenarios import (
     FileUpload,
     ImageDecode,
     ImageDecode64,
+    ImageOneClient,
     ImageWait,
     LargeInput,
     MLPBatch,
@@ -31,4 +32,5 @@ ALL: tuple[Scenario, ...] = (
     FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
     V2Binary(), CPUPool(),
     Soak(), MLPBatch(), ImageDecode(), ImageDecode64(), ImageWait(),
+    ImageOneClient(),
 )

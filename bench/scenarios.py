@@ -811,6 +811,7 @@ class ImageDecode(_WrkScenario):
         front = [cpu for p, cpu in used.items() if p != pid]
         run_cpu = (run_1 - run_0) / r.ok * 1e6
         figures = {"successful req/s": r.ok_per_s, "p50, all responses": r.p50_ms,
+                   "p99, all responses": r.p99_ms,
                    "non-2xx": float(r.non_2xx + r.socket_errors), RUN_CPU: run_cpu,
                    WORKER_OUTSIDE: used.get(pid, 0.0) - run_cpu, FRONT_CPU: sum(front),
                    FRONT_MAX: max(front, default=0.0), TREE_CPU: sum(used.values())}
@@ -829,6 +830,22 @@ class ImageDecode64(ImageDecode):
     title = ("CPU proxy of the GPU path, 64 clients: scenario 12's JPEG data URL; "
              "@batch(32, 2 ms) vs unbatched, LitServe batching")
     connections = 64
+
+
+class ImageOneClient(ImageDecode):
+    """Scenario 12 with one client that sends its next request as soon as it has its
+    answer: the batch it makes is itself, so a batched model should answer it about as
+    fast as the same model without `@batch` (issue 35: it waited `max_wait` each time)."""
+
+    key = "image_one_client"
+    number = "12d"
+    title = ("One sequential client on scenario 12's model: @batch(32, 2 ms) vs unbatched, "
+             "LitServe batching")
+    connections = 1
+    figures = (Figure("successful req/s", "req/s", True),
+               Figure("p50, all responses", "ms", False),
+               Figure("p99, all responses", "ms", False),
+               Figure("non-2xx", "count/round", False), Figure(BATCH_MEAN, "requests", True))
 
 
 class ImageWait(ImageDecode):
