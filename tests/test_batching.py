@@ -445,44 +445,6 @@ def test_an_async_run_batches_and_cancels_the_same_way(serve, tmp_path):
     assert srv.predict(text="after").json()["output"] == "AFTER"
 
 
-FILES_MODEL = '''
-import json, os
-
-from cogserve import BaseRunner, Path, batch
-
-
-class Runner(BaseRunner):
-    @batch(max_size=2, max_wait=30)  # leaves when both requests are in, however slow
-    def run(self, doc: list[Path]) -> list[str]:
-        with open(os.environ["BATCH_LOG"], "a") as log:
-            log.write(json.dumps({"pid": os.getpid(), "texts": [p.name for p in doc]}) + "\\n")
-        return [p.read_text() for p in doc]
-'''
-
-
-def test_a_file_input_that_cannot_be_fetched_fails_only_its_request(serve, tmp_path):
-    log = tmp_path / "calls.jsonl"
-    srv = serve(write_model(tmp_path / "model", FILES_MODEL), env={"BATCH_LOG": str(log)})
-    calls = Calls(log)
-    with socket.socket() as closed:  # a port nobody listens on: the download is refused
-        closed.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{closed.getsockname()[1]}/gone.txt"
-    # the first request on an idle model leaves at once; the two after it come within
-    # max_wait of its end, so they wait for each other
-    submit(srv, "f0", input={"doc": "data:text/plain;base64,aGVsbG8="})
-    assert final(srv, "f0")["status"] == "succeeded"
-    submit(srv, "f1", input={"doc": "data:text/plain;base64,aGVsbG8="})
-    submit(srv, "f2", input={"doc": dead})
-    good, bad = final(srv, "f1"), final(srv, "f2")
-    assert (good["status"], good["output"]) == ("succeeded", "hello")
-    assert bad["status"] == "failed" and "gone.txt" in bad["error"], bad
-    metrics = srv.client.get("/metrics").text
-    formed = [re.search(rf"^cogserve_batch_size_{k} (\S+)$", metrics, re.M).group(1)
-              for k in ("count", "sum")]
-    assert formed == ["2.0", "3.0"]  # f0's, then one batch of both left for the worker ...
-    assert [len(b) for b in calls.batches()] == [1, 1]  # ... and run() was called without f2
-
-
 GATED_FILES_MODEL = '''
 import json, os, pathlib, time
 
@@ -506,6 +468,30 @@ def _data(text: str) -> str:
     import base64
 
     return "data:text/plain;base64," + base64.b64encode(text.encode()).decode()
+
+
+def test_a_file_input_that_cannot_be_fetched_fails_only_its_request(serve, tmp_path):
+    log = tmp_path / "calls.jsonl"
+    srv = serve(write_model(tmp_path / "model", GATED_FILES_MODEL), env={"BATCH_LOG": str(log)})
+    calls = Calls(log)
+    with socket.socket() as closed:  # a port nobody listens on: the download is refused
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}/gone.txt"
+    # the two wait while "held" runs, and leave together as a full batch
+    gate = tmp_path / "gate"
+    submit(srv, "held", input={"doc": _data("held"), "gate": str(gate)})
+    calls.wait(lambda got: len(got) == 1)
+    submit(srv, "f1", input={"doc": _data("hello")})
+    submit(srv, "f2", input={"doc": dead})
+    gate.touch()
+    good, bad = final(srv, "f1"), final(srv, "f2")
+    assert (good["status"], good["output"]) == ("succeeded", "HELLO")
+    assert bad["status"] == "failed" and "gone.txt" in bad["error"], bad
+    metrics = srv.client.get("/metrics").text
+    formed = [re.search(rf"^cogserve_batch_size_{k} (\S+)$", metrics, re.M).group(1)
+              for k in ("count", "sum")]
+    assert formed == ["2.0", "3.0"]  # held's, then one batch of both left for the worker ...
+    assert calls.batches() == [["held"], ["hello"]]  # ... and run() was called without f2
 
 
 def test_a_batch_sent_ahead_is_prepared_while_the_running_one_holds_the_worker(
