@@ -82,13 +82,31 @@ class SyncChannel:
                     message: Message = jsoncodec.loads(buf[4:end])
                     del buf[:end]
                     return message
-                want = max(_CHUNK, end - len(buf))  # a large frame: the rest in one go
-            else:
-                want = _CHUNK
-            chunk = self._read(want)
+                if end - len(buf) > _CHUNK:
+                    return self._recv_large(end)
+            chunk = self._read(_CHUNK)
             if not chunk:
                 return None
             buf += chunk
+
+    def _recv_large(self, end: int) -> Message | None:
+        """The rest of a frame of `end` bytes (a batch's inputs: MBs) read into its place,
+        and its JSON decoded where it lies: gathered chunk by chunk, each byte was copied
+        twice more (into the buffer, then out as the frame's slice)."""
+        buf = self._buf
+        frame = bytearray(end)
+        have = len(buf)
+        frame[:have] = buf
+        buf.clear()
+        with memoryview(frame) as view:
+            while have < end:
+                self._readable.poll()  # see _read
+                got = self.sock.recv_into(view[have:])
+                if not got:
+                    return None
+                have += got
+            message: Message = jsoncodec.loads(view[4:])
+        return message
 
     def _read(self, size: int) -> bytes:
         """Up to `size` bytes, once there are some (or the other end closed).

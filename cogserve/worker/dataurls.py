@@ -53,9 +53,21 @@ def write(url: str, dest: pathlib.Path, label: str, index: int | None,
 
 
 def _store(data: bytes, dest: pathlib.Path, name: str) -> pathlib.Path:
-    target = unique(dest, name)
+    """`data` in a new file `dest/name` (or the first `numbered` name not taken), made
+    with O_EXCL: a name free in the prediction's own folder, the usual case, costs no
+    stat() before the open."""
+    target = dest / name
+    n = 0
+    while True:
+        try:
+            out = open(target, "xb")
+        except FileExistsError:
+            n += 1
+            target = dest / numbered(name, n)
+            continue
+        break
     try:
-        with open(target, "wb") as out:
+        with out:
             out.write(data)
     except OSError:
         target.unlink(missing_ok=True)
@@ -70,11 +82,16 @@ def extension(mime: str) -> str:
 
 
 def unique(dest: pathlib.Path, name: str) -> pathlib.Path:
-    """`dest/name`, or `stem.N.suffix` for the first N not taken."""
+    """`dest/name`, or the first `numbered` name not taken."""
     target = dest / name
-    n = 1
+    n = 0
     while target.exists():
-        stem, suffix = os.path.splitext(name)
-        target = dest / f"{stem}.{n}{suffix}"
         n += 1
+        target = dest / numbered(name, n)
     return target
+
+
+def numbered(name: str, n: int) -> str:
+    """`stem.N.suffix`: the name of the Nth file after the first of one name."""
+    stem, suffix = os.path.splitext(name)
+    return f"{stem}.{n}{suffix}"

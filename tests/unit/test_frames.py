@@ -83,3 +83,13 @@ def test_sync_channel_large_frame_and_a_closed_half_frame() -> None:
     frame = ipc.encode(big)
     assert _received([frame, ipc.encode(protocol.ready())]) == [big, protocol.ready(), None]
     assert _received([frame[:-1]]) == [None]  # closed mid-frame: no message
+
+
+def test_sync_channel_large_frame_in_pieces_with_frames_around_it() -> None:
+    """A frame larger than one read (a batch's inputs) is read into its place; the frames
+    before and after it, cut anywhere, come whole and in order."""
+    big = protocol.log("p1", "stdout", "z" * 2_000_000)
+    stream = ipc.encode(protocol.ready()) + ipc.encode(big) + ipc.encode(protocol.ready())
+    for cut in (2, 9, 70_000, 1_000_000, len(stream) - 3):
+        pieces = [stream[:cut], stream[cut:cut + 100_001], stream[cut + 100_001:]]
+        assert _received(pieces) == [protocol.ready(), big, protocol.ready(), None], cut

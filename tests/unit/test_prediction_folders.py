@@ -74,3 +74,12 @@ def test_a_data_url_goes_to_the_spare_folder_when_memory_cannot_take_it(
     assert written == spare / "input.png" and written.read_bytes() == b"\x89PNG"
     with pytest.raises(OSError):  # no spare: the error is the prediction's
         dataurls.write(url, full, "image", None)
+
+
+def test_data_urls_of_one_name_in_one_folder_are_numbered(tmp_path: pathlib.Path) -> None:
+    url = "data:text/plain;base64," + base64.b64encode(b"hello").decode()
+    names = [dataurls.write(url, tmp_path, f"doc{n}", None).name for n in range(3)]
+    assert names == ["input.txt", "input.1.txt", "input.2.txt"]
+    assert [(tmp_path / name).read_bytes() for name in names] == [b"hello"] * 3
+    (tmp_path / "notes.md").write_text("taken")
+    assert dataurls.unique(tmp_path, "notes.md") == tmp_path / "notes.1.md"
