@@ -29,7 +29,7 @@ and a request never waits more than `max_wait` for a batch to fill, plus at most
 The window is for the clients just answered, and it closes once they are all back
 (`_answered`, `_waiting`): a client that sends its next request as soon as it has its
 answer, alone, otherwise waited `max_wait` for company that never came each time
-(3.75 ms against 1.28 ms unbatched on bench scenario 12's model; now 1.42 ms). Those
+(3.75 ms against 1.28 ms unbatched on bench scenario 12's model; now 1.4-1.5 ms). Those
 that waited through the call do not count as coming back: leaving with them alone
 would leave the clients just answered a whole call behind, and the two groups would
 take turns for good. Open-loop traffic is not hastened: what comes within the window
@@ -113,7 +113,7 @@ class Batcher:
         window has closed, the batch still waits one more turn for as long as each
         turn brings requests in (`_counted`), up to `max_wait` more (`_until`): it
         leaves with the burst being read. The window closes at the next turn instead once
-        every client just answered is back (`_answered` more than the `_waiting`).
+        every client just answered is back: `_answered` more than the `_waiting`.
         """
         kind, count, since = backlog.head(self.limits.max_size)
         if kind == TRAINING:
