@@ -143,6 +143,19 @@ def test_a_lone_request_on_an_idle_model_does_not_wait_for_company(serve, tmp_pa
     assert float(count) == 1 and float(total) < 0.05
 
 
+def test_a_client_that_sends_again_once_answered_does_not_wait_for_company(serve, tmp_path):
+    """Its next request comes within `max_wait` of its answer, but nobody else was
+    answered: it leaves once it is in, where it waited out `max_wait` (0.05 s) each time."""
+    srv = serve("batched", env={"BATCH_LOG": str(tmp_path / "calls.jsonl")})
+    for n in range(10):
+        r = srv.predict(text=f"again{n}")
+        assert (r.status_code, r.json()["output"]) == (200, f"AGAIN{n}")
+    text = srv.client.get("/metrics").text
+    count = re.search(r"^cogserve_batch_wait_seconds_count (\S+)$", text, re.M).group(1)
+    total = re.search(r"^cogserve_batch_wait_seconds_sum (\S+)$", text, re.M).group(1)
+    assert float(count) == 10 and float(total) < 0.2  # 9 x 0.05 s and more before
+
+
 # ---------------------------------------------------------------- cancel
 
 
