@@ -47,7 +47,7 @@ from cogserve.runtime.frames import WorkerFrames
 from cogserve.runtime.health import HealthSnapshot
 from cogserve.runtime.history import EventHistory
 from cogserve.runtime.inflight import Predictions, drain
-from cogserve.runtime.links import SlotsOf, WorkerReports
+from cogserve.runtime.links import WorkerReports
 from cogserve.runtime.model_view import ModelView
 from cogserve.runtime.outputs import FileOutputs
 from cogserve.runtime.pool import WorkerState
@@ -57,6 +57,7 @@ from cogserve.runtime.request import PredictionRequest
 from cogserve.runtime.resolver import Resolver
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupView
+from cogserve.runtime.slots import WorkerSlots
 from cogserve.runtime.store.keeper import Store
 from cogserve.runtime.supervisor import Spawner, WorkerProcess
 from cogserve.runtime.workers import ModelInfo, Workers
@@ -84,7 +85,7 @@ class Service:
         listener = WorkerReports(self._on_schema, self._on_settled)
         self._workers = Workers(config, settings, listener, self.events,
                                 spawner=spawner, gate=gate, on_setup_log=on_setup_log)
-        slots = SlotsOf(self._workers)
+        slots = WorkerSlots(self._workers)
         self._predictions = Predictions(
             slots, self.events, queue_size=settings.queue_size,
             queue_timeout=settings.queue_timeout, cancel_timeout=settings.cancel_timeout)

@@ -6,7 +6,7 @@ ready, healthcheck) and what an exit means. It builds workers with an injectable
 `Spawner` (`WorkerProcess` by default; the runtime's unit tests pass fakes) and knows
 nothing of predictions: what concerns them goes to its `WorkerListener`, as coglet's
 orchestrator reports to its service. The predictions side reaches the workers only
-through `deliver` / `send_cancel` / `end_ignoring_cancel` / `released`, by slot.
+through `slots.WorkerSlots`, by slot.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cogserve.exceptions import DefinitionError
 from cogserve.model.config import ModelConfig, load_config
-from cogserve.runtime import handover
 from cogserve.runtime.events import EventBus, RuntimeEvent
 from cogserve.runtime.folders import ServerFolders
-from cogserve.runtime.pool import Member, Pool, Restart, Slot, WorkerState
+from cogserve.runtime.pool import Member, Pool, Restart, WorkerState
 from cogserve.runtime.settings import Settings
 from cogserve.runtime.setup_report import SetupReport
 from cogserve.runtime.supervisor import Spawner, WorkerProcess, WorkerSpec, describe_exit
@@ -250,49 +249,6 @@ class Workers:
             self.ready.set()
             self._events.emit(RuntimeEvent.SETUP_FINISHED, status=status, seconds=seconds)
         self._listener.on_settled(state)
-
-    # ------------------------------------------------------------ slots (the predictions side)
-
-    def deliver(self, slot: Slot, message: protocol.Message) -> None:
-        """Send a predict frame to the worker that holds `slot` (big inputs spilled)."""
-        member = slot.member
-        assert member.process is not None
-        handover.spill_input(message, member.tmpdir)
-        member.process.send_data(message)
-
-    def deliver_batch(self, slot: Slot, messages: list[protocol.Message]) -> None:
-        """Send the predict frames of one `@batch` call as one BATCH frame (each one's big
-        input spilled as it would be alone)."""
-        member = slot.member
-        assert member.process is not None
-        for message in messages:
-            handover.spill_input(message, member.tmpdir)
-        member.process.send_data(protocol.batch(messages))
-
-    def send_cancel(self, slot: Slot, prediction_id: str) -> None:
-        process = slot.member.process
-        if process is not None:
-            process.send_control(protocol.cancel(prediction_id))
-
-    def end_ignoring_cancel(self, slot: Slot, prediction_id: str) -> None:
-        """run() ignored a cancel: kill its worker (its exit starts a new one), so the
-        slot is not held forever."""
-        member = slot.member
-        if member.process is None or self.shutting_down:
-            return
-        log.warning("prediction %s ignored its cancel for %.1fs; restarting %s",
-                    prediction_id, self.settings.cancel_timeout,
-                    member.label if len(self.pool) > 1 else "the worker")
-        member.restart = Restart.CANCEL_IGNORED
-        member.state = WorkerState.STARTING
-        member.process.kill()
-
-    def released(self, member: Member) -> None:
-        """A slot of a draining `member` was given back: a reloading worker now idle stops
-        (its exit restarts it)."""
-        if member.draining and member.idle and member.process is not None \
-                and member.restart is Restart.RELOAD:
-            asyncio.get_running_loop().create_task(member.process.stop())
 
     # ------------------------------------------------------------ control frames
 
