@@ -5,13 +5,13 @@
 
 The install runs with this Python (3.12 on the GPU machine, whose torch the venvs see);
 the measuring runs with the cogserve venv's Python, which has nvidia-ml-py. `--smoke`
-makes its bundle first when there is none (that needs PyPI).
+makes its bundle first when there is none, or when the one there holds another commit
+than the checkout's (that needs PyPI).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import sys
@@ -45,14 +45,16 @@ def main() -> None:
     out = args.out or pathlib.Path(os.environ.get("OUT") or envs.CACHE / "gpu-out")
     out = out.resolve()
     source = args.bundle or (bundle.SMOKE if args.smoke else bundle.DEFAULT)
-    if args.smoke and not (source / "manifest.json").exists():
+    if args.smoke and bundle.made_at(source) != bundle.tree_commit():
+        # here the bundle can be made again: a smoke run checks the tree as it is
         bundle.build(source, f"{sys.version_info.major}.{sys.version_info.minor}", True)
     try:
         venvs = install.install(source, smoke=args.smoke)
     except install.InstallError as exc:
         raise SystemExit(f"[gpu] {exc}") from None
     # the bundle's cogserve is the one measured (a copy of the tree may lack git or .git)
-    commit = json.loads((source / "manifest.json").read_text())["cogserve_commit"]
+    commit = bundle.made_at(source) or "?"
+    print(f"[gpu] measuring cogserve at {commit} (the bundle's)", file=sys.stderr, flush=True)
     argv = [str(venvs["cogserve"] / "bin" / "python"), "-m", "bench.gpu.measure",
             "--out", str(out), "--venvs", str(venvs["cogserve"].parent),
             "--wrk", str(source / "wrk" / "wrk.sh"), "--commit", commit]

@@ -65,12 +65,7 @@ def build(dest: pathlib.Path, python_version: str, smoke: bool) -> dict[str, obj
         _run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
               "-d", str(wheels), *target, *extra, *wanted])
     _copy_wrk(dest / "wrk")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=envs.REPO, capture_output=True,
-                            text=True).stdout.strip()
-    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=envs.REPO,
-                      capture_output=True, text=True).stdout.strip():
-        commit += " with uncommitted changes"
-    manifest = {"python": python_version, "smoke": smoke, "cogserve_commit": commit,
+    manifest = {"python": python_version, "smoke": smoke, "cogserve_commit": tree_commit(),
                 "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "wheels": sorted(p.name for p in wheels.iterdir()),
                 "bytes": sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())}
@@ -96,6 +91,24 @@ def _copy_wrk(dest: pathlib.Path) -> None:
     wrapper = dest / "wrk.sh"
     wrapper.write_text(WRAPPER)
     wrapper.chmod(0o755)
+
+
+def tree_commit() -> str:
+    """The checkout's commit, as a bundle's manifest names the cogserve it holds."""
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=envs.REPO, capture_output=True,
+                            text=True).stdout.strip()
+    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=envs.REPO,
+                      capture_output=True, text=True).stdout.strip():
+        commit += " with uncommitted changes"
+    return commit
+
+
+def made_at(dest: pathlib.Path) -> str | None:
+    """The commit of the cogserve in the bundle at `dest`; None when there is none."""
+    manifest = dest / "manifest.json"
+    if not manifest.exists():
+        return None
+    return str(json.loads(manifest.read_text())["cogserve_commit"])
 
 
 def _run(argv: list[str]) -> None:
