@@ -13,8 +13,8 @@ with however many there are then, and those that the server is still reading at 
 moment: the batch leaves at the first turn of the event loop that brings no new one,
 when it is full, or `max_wait` after its window closed, whichever comes first. The
 window closes early once as many predictions came since the slot was freed as the
-batches that freed it had answered: every client just answered is back, and nobody
-else is expected. While every slot is busy they keep waiting. Counting
+batches that freed it had answered, with none running: every client just answered is
+back, and nobody else is expected. While every slot is busy they keep waiting. Counting
 the wait from the freed slot rather than from the oldest arrival (Ray Serve's rule)
 lets the clients just answered rejoin the next batch: with 16 clients in a loop the MLP
 of bench scenario 11 got batches of 12.9 instead of 8.8 (ping-pong between two half
@@ -32,8 +32,10 @@ answer, alone, otherwise waited `max_wait` for company that never came each time
 (3.75 ms against 1.28 ms unbatched on bench scenario 12's model; now 1.4-1.5 ms). Those
 that waited through the call do not count as coming back: leaving with them alone
 would leave the clients just answered a whole call behind, and the two groups would
-take turns for good. Open-loop traffic is not hastened: what comes within the window
-after a call is fewer than the call took (those that came during it were waiting).
+take turns for good. Nor does it close while another worker runs a batch: its clients
+come back within the window too, and the two groups would keep apart, in calls half
+as large. Open-loop traffic is not hastened: what comes within the window after a call
+is fewer than the call took (those that came during it were waiting).
 
 The extension past `max_wait` is for the clients just answered too: the server writes a
 batch's answers and reads the clients' next requests one after another on its one event
@@ -90,19 +92,22 @@ class Batcher:
         self._until = 0.0  # the burst being read is waited for until then (loop time)
         self._answered = 0  # predictions ended since the last batch left (who may return)
         self._window = False  # `_timer` closes a window (at `_freed + max_wait`)
-        self._waiting = 0  # predictions that waited already when the slot was freed
+        self._waiting = 0  # predictions waiting when the first of `_answered` ended
 
     def freed(self, waiting: int) -> None:
         """A prediction of a batch ended: its slot is free (once the batch's last has),
-        and the window in which the next batch may fill opens now; `waiting` are in the
-        backlog already (they are not its client coming back)."""
+        and the window in which the next batch may fill opens now. `waiting` are in the
+        backlog already: those waiting when the first prediction since the last batch left
+        ended are not clients coming back."""
         self._freed = asyncio.get_running_loop().time()
+        if not self._answered:  # those that came after this were answered, or are new
+            self._waiting = waiting
         self._answered += 1
-        self._waiting = waiting
         if self._timer is None:
             self._due = False
 
-    def take(self, backlog: Backlog) -> list[tuple[Prediction, protocol.Message]] | None:
+    def take(self, backlog: Backlog, in_flight: int
+             ) -> list[tuple[Prediction, protocol.Message]] | None:
         """The batch that leaves now, oldest first; `[]` when it should wait to fill (the
         timer calls `wake` when the window closes); None when the oldest is a training,
         which leaves alone as an unbatched prediction does.
@@ -113,15 +118,17 @@ class Batcher:
         window has closed, the batch still waits one more turn for as long as each
         turn brings requests in (`_counted`), up to `max_wait` more (`_until`): it
         leaves with the burst being read. The window closes at the next turn instead once
-        every client just answered is back: `_answered` more than the `_waiting`.
+        every client just answered is back (`_answered` more than the `_waiting`) and
+        no prediction is `in_flight` (another worker's, whose clients may still join).
         """
         kind, count, since = backlog.head(self.limits.max_size)
         if kind == TRAINING:
             return None
         loop = asyncio.get_running_loop()
         if count < self.limits.max_size and not self._due:
-            # as many wait as the last batches answered: nobody else is expected back
-            back = count - self._waiting >= self._answered > 0
+            # as many wait as the last batches answered, and none runs: nobody else is
+            # expected back
+            back = count - self._waiting >= self._answered > 0 and not in_flight
             if self._timer is None:  # a new window: what an earlier one counted is void
                 self._counted = 0
                 closes = self._freed + self.limits.max_wait

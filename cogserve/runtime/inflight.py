@@ -230,7 +230,7 @@ class Predictions:
             return
         while len(backlog) and (member := self._slots.pick()) is not None:
             if self.batcher is not None:
-                batch = self.batcher.take(backlog)
+                batch = self.batcher.take(backlog, len(self.running) - len(backlog))
                 if batch is not None:
                     if not batch:
                         break  # it waits to fill; the batcher's timer calls again

@@ -119,6 +119,37 @@ def test_predictions_that_waited_through_a_call_are_not_its_clients_coming_back(
     in_service(tmp_path, body, queue_size=8)
 
 
+def test_while_another_worker_runs_a_batch_its_clients_may_still_join(
+        tmp_path: pathlib.Path) -> None:
+    """With `--workers 2`, the window does not close early while a batch runs on the
+    other worker: closing it would keep the two groups of clients apart for good."""
+    async def body(service: Service, spawner: FakeSpawner) -> None:
+        first, second = spawner.workers
+        for worker in (first, second):
+            worker.boot(batch=(4, 0.5))
+        loop = asyncio.get_running_loop()
+        made = {pid: service.create(PredictionRequest({"n": 1}, id=pid)) for pid in "ab"}
+        await until(lambda: first.batches() == [["a", "b"]])
+        made["c"] = service.create(PredictionRequest({"n": 1}, id="c"))
+        await until(lambda: second.batches() == [["c"]])
+        second.data(done("c"))
+        assert await ended(made["c"]) is Status.SUCCEEDED
+        made["d"] = service.create(PredictionRequest({"n": 1}, id="d"))  # c's client
+        answered = loop.time()
+        await until(lambda: loop.time() - answered > 0.05)
+        assert (first.batches(), second.batches()) == ([["a", "b"]], [["c"]])  # d waits
+        for pid in "ab":
+            first.data(done(pid))
+        assert [await ended(made[pid]) for pid in "ab"] == [Status.SUCCEEDED] * 2
+        for pid in "ef":  # a's and b's clients: everyone is back and nothing runs
+            made[pid] = service.create(PredictionRequest({"n": 1}, id=pid))
+        await until(lambda: len(first.batches()) + len(second.batches()) == 3)
+        assert [*first.batches()[1:], *second.batches()[1:]] == [["d", "e", "f"]]
+        assert loop.time() - answered < 0.4  # before d's window closed
+
+    in_service(tmp_path, body, queue_size=16, workers=2)
+
+
 def test_a_batch_whose_window_closed_still_takes_the_requests_being_read(
         tmp_path: pathlib.Path) -> None:
     """Issue 35: closed-loop clients just answered come back one event-loop turn after
