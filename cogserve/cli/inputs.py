@@ -15,16 +15,11 @@ import base64
 import json
 import mimetypes
 import pathlib
-import re
 import sys
 from typing import Any
 
-from cogserve.model.validation import (
-    Errors,
-    InputValidator,
-    compile_property,
-    resolve,
-)
+from cogserve.model import text_values
+from cogserve.model.validation import InputValidator
 from cogserve.model.verdicts import InputError, check_names
 
 # ---------------------------------------------------------------- reading
@@ -70,14 +65,12 @@ def _data_url(name: str, filename: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode()
 
 
-def coerce_inputs(pairs: list[str], validator: InputValidator,
-                  components: dict[str, Any]) -> dict[str, Any]:
-    """Turn `-i name=value` pairs into typed JSON using the Input schema.
-
-    The schema decides: `-i n=5` is an int for an int input and a string for a str input,
-    and a repeated `-i` builds a list for an array input, as `cog predict` does.
+def coerce_inputs(pairs: list[str], validator: InputValidator) -> dict[str, Any]:
+    """Turn `-i name=value` pairs into typed JSON using the Input schema
+    (`model/text_values.py`): `-i n=5` is an int for an int input and a string for a str
+    input, a repeated `-i` builds a list for an array input, and `@path` is the file's
+    data URL for a file input and its text for any other, as `cog predict` does.
     """
-    properties = validator.properties
     split: list[tuple[str, str]] = []
     for pair in pairs:
         name, sep, raw = pair.partition("=")
@@ -89,10 +82,8 @@ def coerce_inputs(pairs: list[str], validator: InputValidator,
     check_names({name for name, _ in split}, validator)
     result: dict[str, Any] = {}
     for name, raw in split:
-        prop = resolve(properties[name], components)
-        is_list = prop.get("type") == "array"
-        item = resolve(prop.get("items", {}), components) if is_list else prop
-        value = _coerce(name, raw, item, components)
+        item, is_list = text_values.item_schema(validator, name)
+        value = _coerce(name, raw, item, validator.components)
         if is_list:
             result.setdefault(name, []).append(value)
         else:
@@ -102,53 +93,10 @@ def coerce_inputs(pairs: list[str], validator: InputValidator,
 
 def _coerce(name: str, raw: str, prop: dict[str, Any], components: dict[str, Any]) -> Any:
     if raw.startswith("@"):
-        if prop.get("format") == "uri":
+        if text_values.is_file(prop):
             return _data_url(name, raw[1:])
         try:
             raw = pathlib.Path(raw[1:]).read_text()
         except (OSError, UnicodeDecodeError):
             raise InputError(f'input "{name}": no such file {raw[1:]!r}') from None
-    if prop.get("type") == "object":
-        try:  # objects and opaque values are JSON; a bare word stays a string
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
-    return _scalar(name, raw, prop, components)
-
-
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-def _scalar(name: str, raw: str, prop: dict[str, Any], components: dict[str, Any]) -> Any:
-    """The text as the first of boolean, integer, number that the input's schema (or a
-    member of its union) accepts and the text parses as, else the text itself, as `cog`
-    parses `-i` (pkg/predict/input.go): `-i count=lots` stays a string, so the check then
-    says `expected integer, got string`. Where the schema also takes a string, a parsed
-    value is used only if it passes the input's checks (`-i v=1` for `str | int` is 1)."""
-    kinds = _accepted_types(prop, components)
-    candidates: list[Any] = []
-    if raw in ("true", "false") and "boolean" in kinds:
-        candidates.append(raw == "true")
-    if kinds & {"integer", "number"} and _INTEGER.fullmatch(raw):
-        candidates.append(int(raw))
-    if "number" in kinds and _NUMBER.fullmatch(raw):
-        candidates.append(float(raw))
-    if "string" not in kinds:
-        return candidates[0] if candidates else raw
-    check = compile_property(name, prop, components)
-    for value in candidates:
-        errors: Errors = []
-        check(value, errors)
-        if not errors:
-            return value
-    return raw
-
-
-def _accepted_types(prop: dict[str, Any], components: dict[str, Any]) -> set[str]:
-    """The JSON types a schema accepts, its union's members' included."""
-    prop = resolve(prop, components)
-    kinds = {prop["type"]} if "type" in prop else set()
-    for member in prop.get("anyOf", ()):
-        kinds |= _accepted_types(member, components)
-    return kinds
+    return text_values.typed(name, raw, prop, components)

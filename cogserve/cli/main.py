@@ -549,7 +549,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
     assert service.schema is not None
     components = service.schema["components"]["schemas"]
     try:
-        raw = _command_line_inputs(args, given, service.validator(mode), components)
+        raw = _command_line_inputs(args, given, service.validator(mode))
         # `cog train` has no whole-response form: its --json is only a way to give inputs
         whole_json = given is not None and mode is not Mode.TRAIN
         explicit = args.output is not None or mode is Mode.TRAIN
@@ -586,8 +586,7 @@ async def _predict_async(config: ModelConfig, args: argparse.Namespace, mode: Mo
 
 
 def _command_line_inputs(args: argparse.Namespace, given: dict[str, Any] | None,
-                         validator: InputValidator, components: dict[str, Any]
-                         ) -> dict[str, Any]:
+                         validator: InputValidator) -> dict[str, Any]:
     """`--json` (its `@file` values read as data URLs) and `-i` pairs, checked by the
     server's validator and refused in `cog`'s words; `-i` overrides a `--json` key
     (cogserve's; `cog` refuses both at once)."""
@@ -598,7 +597,7 @@ def _command_line_inputs(args: argparse.Namespace, given: dict[str, Any] | None,
     if given is not None:
         check_names(given, validator)  # before any @file is read
         raw = files_to_data_urls(given)
-    raw.update(coerce_inputs(args.input, validator, components))
+    raw.update(coerce_inputs(args.input, validator))
     check_inputs(raw, validator)
     return raw
 

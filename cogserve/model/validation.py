@@ -365,6 +365,7 @@ class InputValidator:
     def __init__(self, schema: dict[str, Any], component: str = "Input") -> None:
         components = schema["components"]["schemas"]
         spec = components[component]
+        self.components: dict[str, Any] = components  # what its `$ref`s name
         self.properties: dict[str, dict[str, Any]] = spec.get("properties", {})
         self.required: list[str] = list(spec.get("required", []))
         self._checks = {
