@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import orjson
 
 import cogserve
-from cogserve.http import refusals, request_document
+from cogserve.http import form_document, refusals, request_document
 from cogserve.http.asgi import Receive, Scope, Send
 from cogserve.http.deadline import request_timeout
 from cogserve.http.disconnect import wait_or_cancel
@@ -146,7 +146,12 @@ class CogRoutes:
             _refuse_large_body_early(service, headers)
         body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
         body_size = 0
-        if request_document.check_content_type(scope):
+        form_body = b""  # a form's (http/form_document.py), read once the schema is known
+        form = form_document.form_of(headers.get(b"content-type"))
+        if form is not None:
+            form_body = await read_body(receive, scope, self.max_body)
+            body_size = len(form_body)
+        elif request_document.check_content_type(scope):
             # a big body's bytes go once parsed, before the input is validated and re-encoded
             raw = await read_body(receive, scope, self.max_body)
             body_size = len(raw)
@@ -180,10 +185,15 @@ class CogRoutes:
             prediction_id = body_id
 
         service.check_accepting()
-        raw_input = body.get("input", {})
-        if raw_input is None:
-            raw_input = {}
-        errors = service.validate(raw_input, mode)
+        if form is None:
+            raw_input = body.get("input", {})
+            if raw_input is None:
+                raw_input = {}
+            errors = service.validate(raw_input, mode)
+        else:
+            raw_input, errors = form_document.inputs(form_body, form, service.validator(mode))
+            del form_body
+            errors += service.validate(raw_input, mode)
         webhook, events, errors = _webhook_fields(body, errors)
         prefix = body.get("output_file_prefix")
         if prefix is not None and not (isinstance(prefix, str) and
