@@ -13,6 +13,7 @@ from bench.scenarios import (
     FileUpload,
     ImageDecode,
     ImageDecode64,
+    ImageForm,
     ImageOneClient,
     ImageWait,
     LargeInput,
@@ -32,5 +33,5 @@ ALL: tuple[Scenario, ...] = (
     FileDataURL(), FileUpload(), LargeInput(), ColdStart(), ColdStartEnv(), V2Json(),
     V2Binary(), CPUPool(),
     Soak(), MLPBatch(), ImageDecode(), ImageDecode64(), ImageWait(),
-    ImageOneClient(),
+    ImageOneClient(), ImageForm(),
 )

@@ -35,7 +35,8 @@ PACKAGES: dict[str, list[str]] = {
     "reference": ["cog==0.23.1", "coglet==0.23.1", "numpy>=1.24"],
     # uvloop 0.22+ breaks MLServer 1.7.1's worker pool (get_event_loop() in a fresh process)
     "mlserver": ["mlserver==1.7.1", "uvloop<0.22"],
-    "litserve": ["litserve==0.2.19", "numpy>=1.24", "pillow>=10"],  # 9, 11 and 12's peer
+    # python-multipart: starlette's form parser, which LitServe's multipart uploads need (12e)
+    "litserve": ["litserve==0.2.19", "numpy>=1.24", "pillow>=10", "python-multipart>=0.0.18"],
 }
 
 

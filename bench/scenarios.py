@@ -733,11 +733,11 @@ class ImageDecode(_WrkScenario):
     `cogserve` serves bench/models/image_decode/batched.py (`@batch(max_size=32,
     max_wait=2 ms)`, one worker, --queue-size 64), `cogserve-unbatched` the same folder's
     run.py; LitServe batches the same decode with the same limits (litserve_app.py).
-    cogserve takes no multipart upload for a file input (neither does Cog), so the data
-    URL is the one file input measured. The model counts its own decode CPU (a `stats`
-    request asks for it), so the worker's CPU outside run() is the server's own: the
-    "worker" is the process that ran run(); the front end is every other process of the
-    server (cogserve's parent; LitServe's main process and its API server processes).
+    The same image uploaded as a form is scenario 12e. The model counts its own decode
+    CPU (a `stats` request asks for it), so the worker's CPU outside run() is the server's
+    own: the "worker" is the process that ran run(); the front end is every other process
+    of the server (cogserve's parent; LitServe's main process and its API server
+    processes).
     """
 
     key = "image_decode"
@@ -868,3 +868,51 @@ class ImageWait(ImageDecode):
     def env(self, system: str) -> dict[str, str]:
         return {"BENCH_RUN_WAIT_S": "0.035"}
 
+
+
+FORM_BOUNDARY = "cogserve-bench-form-7d1c"
+FORM = {"Content-Type": f"multipart/form-data; boundary={FORM_BOUNDARY}"}
+
+
+class ImageForm(ImageDecode):
+    """Scenario 12 with the JPEG uploaded as a form (`curl -F image=@photo.jpg`): one
+    multipart part named `image`, the file's 31.8 KB as they are, where a data URL makes
+    them 42 KB of base64 inside JSON. cogserve reads the form into the data URL a JSON
+    client would have sent (http/form_document.py); LitServe parses it with starlette
+    (python-multipart) and its decode_request reads the uploaded bytes. Forms are new in
+    cogserve (issue 35), so no baseline runs: scenario 12 in the same run is the data URL's
+    figure to hold it against."""
+
+    key = "image_form"
+    number = "12e"
+    title = ("CPU proxy of the GPU path, the JPEG uploaded as multipart/form-data; 32 "
+             "clients; @batch(32, 2 ms) vs LitServe batching")
+    systems = (COGSERVE, LITSERVE)
+    with_baseline = False
+
+    def env(self, system: str) -> dict[str, str]:
+        return {"BENCH_FORM": "1"} if system == LITSERVE else {}
+
+    def body(self) -> pathlib.Path:
+        def make() -> bytes:
+            jpeg = BODIES / "image-224.jpg"
+            if not jpeg.exists():
+                super(ImageForm, self).body()  # scenario 12's body makes the JPEG
+            return (f"--{FORM_BOUNDARY}\r\n"
+                    'Content-Disposition: form-data; name="image"; filename="photo.jpg"\r\n'
+                    "Content-Type: image/jpeg\r\n\r\n").encode() + jpeg.read_bytes() + \
+                f"\r\n--{FORM_BOUNDARY}--\r\n".encode()
+        return body_file("image-224-form.bin", make)
+
+    def run_wrk(self, server: Server, ctx: Context, seconds: float) -> loadgen.WrkResult:
+        path = "/predict" if server.system == LITSERVE else self.path
+        return loadgen.wrk(ctx.wrk, server.url + path, connections=self.connections,
+                           seconds=seconds, body=self.body(), headers=FORM)
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        got = loadgen.request(server.url + ("/predict" if server.system == LITSERVE
+                                            else self.path),
+                              body=self.body().read_bytes(), headers=FORM)
+        if got.status not in (200, 201) or json.loads(got.body).get("output") != "224x224":
+            raise RuntimeError(f"HTTP {got.status}: {got.body[:200]!r}")
+        self.run_wrk(server, ctx, ctx.warmup_s)

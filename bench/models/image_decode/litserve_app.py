@@ -5,10 +5,15 @@ answers {"output": "224x224"}, the body and answer cogserve gets. One worker pro
 batches of up to 32 gathered for at most 2 ms: the limits the cogserve model declares.
 The data URL's base64 is decoded in decode_request (LitServe's API server process, as a
 LitServe user would write it); the JPEG decode is predict()'s, as run()'s is cogserve's.
+
+With BENCH_FORM=1 (scenario 12e) the image comes as a multipart upload instead, its part
+named `image`: decode_request takes LitServe's parsed request (the form, or JSON for the
+`stats` request) and reads the uploaded file's bytes.
 """
 
 import argparse
 import base64
+import os
 import pathlib
 import sys
 
@@ -45,10 +50,19 @@ class BatchedDecode(ls.LitAPI):
         return {"output": output}
 
 
+class BatchedFormDecode(BatchedDecode):
+    # no annotation: LitServe then hands over the form it parsed (or the JSON document)
+    def decode_request(self, request):  # type: ignore[no-untyped-def]
+        if isinstance(request, dict):
+            return super().decode_request(request)
+        return request["image"].file.read()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    api = BatchedDecode(max_batch_size=MAX_BATCH, batch_timeout=WAIT_S)
+    kind = BatchedFormDecode if os.environ.get("BENCH_FORM") == "1" else BatchedDecode
+    api = kind(max_batch_size=MAX_BATCH, batch_timeout=WAIT_S)
     server = ls.LitServer(api, accelerator="cpu", devices=1, workers_per_device=1, timeout=60)
     server.run(host="127.0.0.1", port=args.port, generate_client_file=False)
