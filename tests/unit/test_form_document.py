@@ -99,6 +99,12 @@ def test_what_only_a_form_can_get_wrong_is_worded_as_the_validator_words_inputs(
      "Unexpected end of multipart stream"),
     (b"--b\r\nContent-Disposition: form-data\r\n\r\nhi\r\n--b--\r\n", "a part has no name"),
     (b"no boundary here at all", "Unexpected end of multipart stream"),
+    # a hostile body: parts past MAX_PARTS, a part's head past the parser's bound
+    (b"".join(b'--b\r\nContent-Disposition: form-data; name="words"\r\n\r\nx\r\n'
+              for _ in range(form_document.MAX_PARTS + 1)) + b"--b--\r\n",
+     "Maximum segment count exceeded"),
+    (b'--b\r\nContent-Disposition: form-data; name="words"\r\nX-Pad: ' + b"a" * 5000
+     + b"\r\n\r\nx\r\n--b--\r\n", "Maximum segment header length exceeded"),
 ])
 def test_a_body_that_is_not_a_whole_form_is_400_saying_why(body, message):
     with pytest.raises(PlainError) as caught:
