@@ -32,6 +32,7 @@ from cogserve.model.validation import FieldError, InputValidator
 
 FORM_TYPE = "multipart/form-data"
 NOT_A_FORM = "Failed to parse the multipart/form-data body: "
+NOT_URLENCODED = "Failed to parse the application/x-www-form-urlencoded body: "
 MAX_PARTS = 10_000  # a bound on the parser's events for a hostile body of tiny parts
 REPEATED = "is given more than once; only a list input takes several values"
 NOT_TEXT = "is not UTF-8 text"
@@ -50,9 +51,9 @@ URLENCODED = Form(None)
 
 
 def form_of(content_type: bytes | None) -> Form | None:
-    """The form a request's Content-Type announces; None when it is not a form (the JSON
-    requests' path: one comparison); 400 for multipart without a boundary."""
-    if content_type is None:
+    """The form a request's Content-Type announces; None when it is not a form (most
+    requests: one comparison); 400 for multipart without a boundary."""
+    if content_type is None or content_type == b"application/json":
         return None
     head = content_type[:33].lower()
     if head.startswith(b"application/x-www-form-urlencoded"):
@@ -110,9 +111,7 @@ def _fields(raw: bytes) -> list[_Part]:
                                        max_num_fields=MAX_PARTS)
         return [_Part(name.decode("utf-8"), None, None, [value]) for name, value in pairs]
     except (ValueError, UnicodeDecodeError) as exc:  # a bad pair, too many, a bad name
-        raise PlainError(400, NOT_A_FORM.replace("multipart/form-data",
-                                                 "application/x-www-form-urlencoded")
-                         + str(exc)) from None
+        raise PlainError(400, NOT_URLENCODED + str(exc)) from None
 
 
 def _parts(raw: bytes, form_boundary: str) -> list[_Part]:
