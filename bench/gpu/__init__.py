@@ -8,9 +8,9 @@ The GPU machine has Python 3.12 with torch, torchvision, numpy, pillow, httpx an
 and no network, so the run is in two parts:
 
 - here, with the network: `python3 -m bench.gpu.bundle` writes `bench/.cache/gpu-bundle/`
-  (git-ignored): the wheels of cogserve (this checkout), LitServe 0.2.19, cog 0.23.1 and
-  coglet 0.23.1 with their dependencies for CPython 3.12 on manylinux x86_64, and wrk with
-  the shared libraries it needs;
+  (git-ignored): the wheels of cogserve (this checkout), LitServe 0.2.19 (with
+  python-multipart, for its forms), cog 0.23.1 and coglet 0.23.1 with their dependencies
+  for CPython 3.12 on manylinux x86_64, and wrk with the shared libraries it needs;
 - there: `bench/gpu/run --out DIR` installs them offline into venvs that see the system's
   torch (`--system-site-packages`), then measures (`bench/gpu/measure.py`).
 
