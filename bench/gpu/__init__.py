@@ -1,8 +1,10 @@
 """The GPU scenario (issue 35): an image model served by cogserve (with `@batch` and
 without, 1, 2 and 4 workers), by LitServe with its batching and by the reference, under
-1 to 128 closed-loop clients, with the GPU's utilisation and memory sampled through NVML
-and each process's CPU per request; the model's in-process ceiling; a real CUDA model
-through `cogserve serve` and `cogserve predict`, its output checked.
+1 to 128 closed-loop clients, the image sent as a data URL in JSON; cogserve `@batch` and
+LitServe again with it as a multipart/form-data upload (1 and 4 workers); the GPU's
+utilisation and memory sampled through NVML and each process's CPU per request; the
+model's in-process ceiling; a real CUDA model through `cogserve serve` and `cogserve
+predict`, its output checked.
 
 The GPU machine has Python 3.12 with torch, torchvision, numpy, pillow, httpx and uvloop
 and no network, so the run is in two parts:
