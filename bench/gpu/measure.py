@@ -438,13 +438,12 @@ def snippet(table: str, facts: dict[str, Any]) -> str:
     commit = commit[:10] + commit[40:]  # a short hash, and " with uncommitted changes"
     form = facts.get("multipart_body_bytes")
     form = "" if form is None else (
-        f", or (\"multipart\") as a multipart/form-data upload, one file part ({form} "
-        "byte body)")
+        f" or, where the table says multipart, as a multipart/form-data upload of one file "
+        f"part ({form} byte body)")
     return (f"## GPU scenario: {kind}\n\n"
             f"{facts.get('machine', '')}; {model}; each request one "
-            f"{facts.get('image_bytes', '?')} byte 224x224 JPEG as a data URL "
-            f"({facts.get('body_bytes', '?')} byte JSON body){form} to a `Path` input, top-5 "
-            f"out; wrk "
+            f"{facts.get('image_bytes', '?')} byte 224x224 JPEG to a `Path` input, as a data "
+            f"URL ({facts.get('body_bytes', '?')} byte JSON body){form}, top-5 out; wrk "
             f"closed loop, {facts.get('seconds')} s per point, one server at a time; "
             f"`bench/gpu/run` at cogserve {commit}.\n\n" + table)
 
