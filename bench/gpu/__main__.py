@@ -34,10 +34,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=None,
                         help="the warm-up run per server (default 2; smoke 1)")
     parser.add_argument("--workers", type=int, nargs="*", default=None,
-                        help="worker counts to run (default 1 2 4; smoke 1 2)")
+                        help="worker counts to run (default 1 2 4, the multipart "
+                             "uploads 1 4; smoke 1 2)")
     parser.add_argument("--systems", nargs="*", default=None,
-                        help="only the systems whose names contain these words "
-                             "(batch, litserve, 'no @batch', reference)")
+                        help="only the systems whose names or bodies contain these "
+                             "words (batch, litserve, 'no @batch', reference; multipart, "
+                             "'data URL')")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds the measuring may take: no server starts past it "
                              "(default 480, so one 10-minute call holds the install and the run)")

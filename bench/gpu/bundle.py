@@ -29,7 +29,9 @@ SMOKE = envs.CACHE / "gpu-bundle-smoke"
 # one resolution each, as each lands in a venv of its own (their pins may differ)
 GROUPS = {
     "cogserve": ["nvidia-ml-py>=12"],  # plus cogserve's own wheel, built from this checkout
-    "litserve": ["litserve==0.2.19"],
+    # LitServe parses a form with starlette, which needs python-multipart (not among
+    # LitServe's own dependencies): the multipart-upload points
+    "litserve": ["litserve==0.2.19", "python-multipart>=0.0.18"],
     "reference": ["cog==0.23.1", "coglet==0.23.1"],
     # the venvs are made without pip (a Debian Python may lack ensurepip): pip runs from
     # its wheel

@@ -21,7 +21,7 @@ from bench import envs
 VENVS = envs.CACHE / "gpu-venvs"
 PACKAGES = {
     "cogserve": ["cogserve[gpu]"],
-    "litserve": ["litserve==0.2.19"],
+    "litserve": ["litserve==0.2.19", "python-multipart"],  # forms: see bundle.GROUPS
     "reference": ["cog==0.23.1", "coglet==0.23.1"],
 }
 SMOKE_EXTRA = ["numpy", "pillow"]  # the GPU machine has its own

@@ -6,8 +6,13 @@ and without it at `--workers 1, 2, 4` (`--gpus` the machine's first GPU, `--queu
 256` so closed-loop clients wait instead of being refused), LitServe with the same batch
 limits at `workers_per_device` 1, 2, 4, and the reference (coglet 0.23.1, one
 prediction at a time: its 409s are counted, as Cog answers them). Each point is wrk's
-closed loop (bench/loadgen.py) of N connections posting one 224x224 JPEG as a data URL
-to the `image` input, GPU 0 sampled through NVML meanwhile (bench/gpu/nvml.py), each
+closed loop (bench/loadgen.py) of N connections posting one 224x224 JPEG to the `image`
+input, as a data URL in a JSON body ({"input": {"image": "data:image/jpeg;base64,..."}},
+what Cog's API takes); then cogserve @batch and LitServe (its app's `--form` variant)
+again with the same JPEG as a multipart/form-data upload (one file part `image`,
+filename image.jpg, Content-Type image/jpeg: `curl -F image=@image.jpg`) at 1 and 4
+workers, 32 to 128 clients (and 1 at one worker), after the reference, so a run short of
+time loses these first. GPU 0 is sampled through NVML meanwhile (bench/gpu/nvml.py), each
 process's CPU read from /proc before and after (bench/procs.py). Before the servers:
 the model's in-process ceiling; after the first cogserve server is up, its /metrics GPU
 series; then `cogserve predict` on the same image. Every answer's shape is checked (five
@@ -42,6 +47,13 @@ from bench.systems import predictor_ref
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODEL = REPO / "bench" / "models" / "gpu_resnet"
 JSON = {"Content-Type": "application/json"}
+# a multipart body's boundary: not in the JPEG (make_inputs checks), as a client picks one
+BOUNDARY = "cogserve-bench-gpu-3f9c1e7a5b"
+FORM = {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+
+# how the image travels: the request body's kind, a column of the table
+DATA_URL = "data URL"
+MULTIPART = "multipart"
 
 BATCHED = "cogserve @batch"
 PLAIN = "cogserve, no @batch"
@@ -54,25 +66,52 @@ class Config:
     system: str
     workers: int
     clients: tuple[int, ...]
+    body: str = DATA_URL
+
+    @property
+    def name(self) -> str:
+        """The system, and its body where that is not the data URL every system gets."""
+        return self.system if self.body == DATA_URL else f"{self.system}, {self.body}"
 
 
 def configs(smoke: bool, workers: list[int] | None, systems: list[str] | None
             ) -> list[Config]:
     """What to run, in order: per worker count cogserve @batch, LitServe, cogserve
-    unbatched; the reference last (one worker: coglet has one)."""
+    unbatched; the reference (one worker: coglet has one); then the multipart uploads,
+    cogserve @batch and LitServe (the two that batch; coglet takes JSON alone) at 1 and
+    4 workers (smoke: 1 and 2; `workers` given: those), fewer points than the data
+    URL's so the whole run fits its budget. `systems` picks by the words of a system's
+    name and body ("multipart", "data URL")."""
     if smoke:
         first, more, reference, counts = (1, 4), (4,), (1, 4), [1, 2]
+        form_first, form_more, form_counts = (1, 4), (4,), [1, 2]
     else:
         first, more, reference, counts = (1, 8, 32, 64, 128), (32, 64, 128), (1, 8, 32, 64), \
             [1, 2, 4]
+        form_first, form_more, form_counts = (1, 32, 64, 128), (32, 64, 128), [1, 4]
     out = []
     for n in workers or counts:
         for system in (BATCHED, LITSERVE, PLAIN):
             out.append(Config(system, n, first if n == 1 else more))
     out.append(Config(REFERENCE, 1, reference))
+    for n in workers or form_counts:
+        for system in (BATCHED, LITSERVE):
+            out.append(Config(system, n, form_first if n == 1 else form_more, MULTIPART))
     if systems:
-        out = [c for c in out if any(s.lower() in c.system.lower() for s in systems)]
+        out = [c for c in out
+               if any(s.lower() in f"{c.system}, {c.body}".lower() for s in systems)]
     return out
+
+
+def multipart_body(data: bytes, *, name: str = "image", filename: str = "image.jpg",
+                   content_type: str = "image/jpeg", boundary: str = BOUNDARY) -> bytes:
+    """A multipart/form-data body of one file part, as `curl -F name=@filename` sends
+    it (RFC 7578); sent with FORM's Content-Type (the default boundary's)."""
+    if boundary.encode() in data:
+        raise ValueError("the boundary occurs in the file: pick another")
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; "
+            f"filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n")
+    return head.encode() + data + f"\r\n--{boundary}--\r\n".encode()
 
 
 class CheckError(RuntimeError):
@@ -112,6 +151,7 @@ class Point:
     other_cpu_ms: float
     cpu_ms_by_process: dict[str, float] = field(default_factory=dict)
     mean_batch: float | None = None  # cogserve's batches (its /metrics), None for the others
+    body: str = DATA_URL  # how the image was sent: DATA_URL (JSON) or MULTIPART
 
 
 class Run:
@@ -139,6 +179,7 @@ class Run:
                                       "standin": self.env.get("BENCH_GPU_STANDIN") == "1"}
         self.image = self.out / "image.jpg"
         self.body = self.out / "body.json"
+        self.form = self.out / "body.multipart"
         self.top1: int | None = None
         self.ceiling_procs = max(args.workers or [2 if self.smoke else 4])
 
@@ -165,10 +206,16 @@ class Run:
         self.image.write_bytes(buf.getvalue())
         url = "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
         self.body.write_text(json.dumps({"input": {"image": url}}))
+        self.form.write_bytes(multipart_body(buf.getvalue()))
         self.facts["image_bytes"] = len(buf.getvalue())
         self.facts["body_bytes"] = self.body.stat().st_size
+        self.facts["multipart_body_bytes"] = self.form.stat().st_size
         self.say(f"input: {len(buf.getvalue())} byte JPEG, {self.body.stat().st_size} byte "
-                 "request body (a data URL)")
+                 f"request body (a data URL), {self.form.stat().st_size} byte multipart body")
+
+    def request_body(self, config: Config) -> tuple[pathlib.Path, dict[str, str]]:
+        """The body file a config's requests carry and their headers."""
+        return (self.form, FORM) if config.body == MULTIPART else (self.body, JSON)
 
     # ------------------------------------------------------------ in process
 
@@ -193,7 +240,7 @@ class Run:
     def start(self, config: Config) -> tuple[Proc, str]:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        slug = re.sub(r"[^a-z0-9]+", "-", config.system.lower()).strip("-")
+        slug = re.sub(r"[^a-z0-9]+", "-", config.name.lower()).strip("-")
         log = self.out / "logs" / f"{slug}-w{config.workers}.log"
         env = dict(self.env)
         if config.system in (BATCHED, PLAIN):
@@ -208,6 +255,8 @@ class Run:
             argv = [str(self.venvs["litserve"] / "bin" / "python"),
                     str(MODEL / "litserve_app.py"), "--port", str(port),
                     "--workers", str(config.workers)]
+            if config.body == MULTIPART:
+                argv.append("--form")
             health = url + "/health"
         else:
             self.reference_schema()
@@ -233,9 +282,9 @@ class Run:
         except loadgen.LoadError as exc:
             tail = proc.tail(20)
             proc.stop()
-            raise CheckError(f"{config.system} x{config.workers} never got ready: {exc}\n"
+            raise CheckError(f"{config.name} x{config.workers} never got ready: {exc}\n"
                              f"{tail}") from None
-        self.say(f"{config.system}, {config.workers} worker(s): ready in {waited:.1f} s "
+        self.say(f"{config.name}, {config.workers} worker(s): ready in {waited:.1f} s "
                  f"(pid {proc.pid}, log {log.name})")
         return proc, url + ("/predict" if config.system == LITSERVE else "/predictions")
 
@@ -249,10 +298,11 @@ class Run:
             raise CheckError(f"cogserve schema failed: {done.stderr[-600:]}")
 
     def answer_check(self, config: Config, url: str) -> None:
-        got = loadgen.request(url, body=self.body.read_bytes(), headers=JSON)
+        body, headers = self.request_body(config)
+        got = loadgen.request(url, body=body.read_bytes(), headers=headers)
         if got.status != 200:
-            raise CheckError(f"{config.system}: {got.status} {got.body[:300]!r}")
-        top = check_top5(json.loads(got.body)["output"], config.system)
+            raise CheckError(f"{config.name}: {got.status} {got.body[:300]!r}")
+        top = check_top5(json.loads(got.body)["output"], config.name)
         agree = "matches" if top[0] == self.top1 else f"differs from {self.top1}"
         self.say(f"  one request: 200 in {got.seconds * 1e3:.1f} ms, top-5 {top} "
                  f"(top class {agree} in process)")
@@ -281,9 +331,10 @@ class Run:
         base = url.rsplit("/", 1)[0]
         batches = loadgen.batch_totals(base)
         before = _cpu_by_process(proc.pid)
+        body, headers = self.request_body(config)
         with self.sampler.sample(lambda: set(proc.tree())) as sampling:
             r = loadgen.wrk(self.wrk, url, connections=clients, seconds=self.seconds,
-                            body=self.body, headers=JSON, timeout_s=60)
+                            body=body, headers=headers, timeout_s=60)
         after = _cpu_by_process(proc.pid)
         mean_batch = loadgen.mean_batch(batches, loadgen.batch_totals(base))
         window: Window = sampling.window
@@ -295,7 +346,7 @@ class Run:
         point = Point(config.system, config.workers, clients, r.ok_per_s, r.p50_ms, r.p99_ms,
                       r.non_2xx, r.socket_errors, window.util_mean, window.util_max,
                       window.memory_max_mib, sorted(workers), parent,
-                      sum(by_process.values()), by_process, mean_batch)
+                      sum(by_process.values()), by_process, mean_batch, config.body)
         util = "n/a" if point.gpu_util_mean is None else f"{point.gpu_util_mean:.0f}%"
         self.say(f"  {clients:>3} clients: {point.ok_per_s:8.1f} ok/s  p50 {r.p50_ms:7.1f} ms"
                  f"  p99 {r.p99_ms:7.1f} ms  non-2xx {r.non_2xx}  GPU {util}  CPU/req "
@@ -309,8 +360,9 @@ class Run:
             self.answer_check(config, url)
             if first_cogserve:
                 self.metrics_check(url.rsplit("/", 1)[0], proc)
+            body, headers = self.request_body(config)
             loadgen.wrk(self.wrk, url, connections=max(config.clients), seconds=self.warmup,
-                        body=self.body, headers=JSON, timeout_s=60)
+                        body=body, headers=headers, timeout_s=60)
             for clients in config.clients:
                 self.points.append(self.point(config, proc, url, clients))
                 self.write()
@@ -356,16 +408,16 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 
 
 def render(points: list[Point], facts: dict[str, Any]) -> str:
-    head = ("| system | workers | clients | successful req/s | p50 ms | p99 ms | non-2xx | "
-            "GPU util mean (max) % | GPU MiB | GPU MiB per worker | CPU ms/req parent | "
-            "CPU ms/req other processes | mean batch |\n|---|---:|---:|---:|---:|---:|---:|"
-            "---:|---:|---|---:|---:|---:|\n")
+    head = ("| system | image sent as | workers | clients | successful req/s | p50 ms | "
+            "p99 ms | non-2xx | GPU util mean (max) % | GPU MiB | GPU MiB per worker | "
+            "CPU ms/req parent | CPU ms/req other processes | mean batch |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
     rows = []
     for p in points:
         util = "n/a" if p.gpu_util_mean is None else \
             f"{p.gpu_util_mean:.0f} ({_fmt(p.gpu_util_max)})"
         per_worker = ", ".join(f"{m:,.0f}" for m in p.worker_gpu_mib) or "n/a"
-        rows.append(f"| {p.system} | {p.workers} | {p.clients} | {p.ok_per_s:,.0f} | "
+        rows.append(f"| {p.system} | {p.body} | {p.workers} | {p.clients} | {p.ok_per_s:,.0f} | "
                     f"{p.p50_ms:.1f} | {p.p99_ms:.1f} | {p.non_2xx + p.socket_errors} | {util} | "
                     f"{_fmt(p.gpu_memory_mib)} | {per_worker} | {p.parent_cpu_ms:.2f} | "
                     f"{p.other_cpu_ms:.2f} | {_fmt(p.mean_batch, 1)} |")
@@ -384,10 +436,14 @@ def snippet(table: str, facts: dict[str, Any]) -> str:
             ", fp32 on the CPU" if smoke else ", fp16 + channels_last")
     commit = str(facts.get("cogserve_commit") or "?")
     commit = commit[:10] + commit[40:]  # a short hash, and " with uncommitted changes"
+    form = facts.get("multipart_body_bytes")
+    form = "" if form is None else (
+        f" or, where the table says multipart, as a multipart/form-data upload of one file "
+        f"part ({form} byte body)")
     return (f"## GPU scenario: {kind}\n\n"
             f"{facts.get('machine', '')}; {model}; each request one "
-            f"{facts.get('image_bytes', '?')} byte 224x224 JPEG as a data URL "
-            f"({facts.get('body_bytes', '?')} byte body) to a `Path` input, top-5 out; wrk "
+            f"{facts.get('image_bytes', '?')} byte 224x224 JPEG to a `Path` input, as a data "
+            f"URL ({facts.get('body_bytes', '?')} byte JSON body){form}, top-5 out; wrk "
             f"closed loop, {facts.get('seconds')} s per point, one server at a time; "
             f"`bench/gpu/run` at cogserve {commit}.\n\n" + table)
 
@@ -428,7 +484,7 @@ def main() -> None:
             left = args.budget - (time.monotonic() - started)
             # a start (a minute at most), the warm-up, each point and its reads
             if left < 60 + run.warmup + len(config.clients) * (run.seconds + 2):
-                run.say(f"SKIPPED {config.system} x{config.workers}: {left:.0f} s of the "
+                run.say(f"SKIPPED {config.name} x{config.workers}: {left:.0f} s of the "
                         "budget left (run it alone with --workers / --systems)")
                 failures += 1
                 continue
@@ -437,7 +493,7 @@ def main() -> None:
                 first = first and config.system not in (BATCHED, PLAIN)
             except (CheckError, loadgen.LoadError, RuntimeError) as exc:
                 failures += 1
-                run.say(f"FAILED {config.system} x{config.workers}: {exc}")
+                run.say(f"FAILED {config.name} x{config.workers}: {exc}")
     except (CheckError, loadgen.LoadError) as exc:
         failures += 1
         run.say(f"FAILED: {exc}")
