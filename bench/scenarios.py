@@ -746,6 +746,7 @@ class ImageDecode(_WrkScenario):
              "decodes; 32 clients; @batch(32, 2 ms) vs unbatched, LitServe batching")
     model = "image_decode"
     connections = 32
+    headers = JSON  # the body's type: body()'s data URL in JSON
     systems = (COGSERVE, COGSERVE_UNBATCHED, LITSERVE)
     figures = (Figure("successful req/s", "req/s", True),
                Figure("p50, all responses", "ms", False),
@@ -775,7 +776,7 @@ class ImageDecode(_WrkScenario):
     def run_wrk(self, server: Server, ctx: Context, seconds: float) -> loadgen.WrkResult:
         path = "/predict" if server.system == LITSERVE else self.path
         return loadgen.wrk(ctx.wrk, server.url + path, connections=self.connections,
-                           seconds=seconds, body=self.body(), headers=JSON)
+                           seconds=seconds, body=self.body(), headers=self.headers)
 
     def _stats(self, server: Server) -> tuple[int, float, int]:
         """The model's process, its decode CPU so far and its count of images."""
@@ -790,7 +791,7 @@ class ImageDecode(_WrkScenario):
     def warmup(self, server: Server, ctx: Context) -> None:
         got = loadgen.request(server.url + ("/predict" if server.system == LITSERVE
                                             else self.path),
-                              body=self.body().read_bytes(), headers=JSON)
+                              body=self.body().read_bytes(), headers=self.headers)
         if got.status not in (200, 201) or json.loads(got.body).get("output") != "224x224":
             raise RuntimeError(f"HTTP {got.status}: {got.body[:200]!r}")
         self.run_wrk(server, ctx, ctx.warmup_s)
@@ -889,6 +890,7 @@ class ImageForm(ImageDecode):
              "clients; @batch(32, 2 ms) vs LitServe batching")
     systems = (COGSERVE, LITSERVE)
     with_baseline = False
+    headers = FORM
 
     def env(self, system: str) -> dict[str, str]:
         return {"BENCH_FORM": "1"} if system == LITSERVE else {}
@@ -903,16 +905,3 @@ class ImageForm(ImageDecode):
                     "Content-Type: image/jpeg\r\n\r\n").encode() + jpeg.read_bytes() + \
                 f"\r\n--{FORM_BOUNDARY}--\r\n".encode()
         return body_file("image-224-form.bin", make)
-
-    def run_wrk(self, server: Server, ctx: Context, seconds: float) -> loadgen.WrkResult:
-        path = "/predict" if server.system == LITSERVE else self.path
-        return loadgen.wrk(ctx.wrk, server.url + path, connections=self.connections,
-                           seconds=seconds, body=self.body(), headers=FORM)
-
-    def warmup(self, server: Server, ctx: Context) -> None:
-        got = loadgen.request(server.url + ("/predict" if server.system == LITSERVE
-                                            else self.path),
-                              body=self.body().read_bytes(), headers=FORM)
-        if got.status not in (200, 201) or json.loads(got.body).get("output") != "224x224":
-            raise RuntimeError(f"HTTP {got.status}: {got.body[:200]!r}")
-        self.run_wrk(server, ctx, ctx.warmup_s)
