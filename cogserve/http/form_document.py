@@ -26,6 +26,7 @@ from typing import Any
 
 import pybase64
 
+from cogserve.http.request_document import UNSUPPORTED_TYPE
 from cogserve.http.responses import PlainError
 from cogserve.model import text_values
 from cogserve.model.validation import FieldError, InputValidator
@@ -105,7 +106,11 @@ def inputs(raw: bytes, form: Form, validator: InputValidator
 
 
 def _fields(raw: bytes) -> list[_Part]:
-    """A URL-encoded body's fields (`name=value&...`, `+` a space, `%XX` a byte)."""
+    """A URL-encoded body's fields (`name=value&...`, `+` a space, `%XX` a byte). A body
+    that is JSON is `curl -d '{...}'` without `-H 'Content-Type: application/json'`
+    (curl's `-d` says URL-encoded): 415 saying what to send, as Cog answers it."""
+    if raw.lstrip()[:1] in (b"{", b"["):
+        raise PlainError(415, UNSUPPORTED_TYPE)
     try:
         pairs = urllib.parse.parse_qsl(raw, keep_blank_values=True, strict_parsing=bool(raw),
                                        max_num_fields=MAX_PARTS)

@@ -126,6 +126,15 @@ def test_a_url_encoded_body_that_is_not_one_is_400_saying_why():
     assert form_document.inputs(b"", form_document.URLENCODED, VALIDATOR) == ({}, [])
 
 
+def test_json_sent_as_url_encoded_is_415_saying_what_to_send_as_cog_does():
+    # `curl -d '{"input": ...}'` without a JSON Content-Type: curl says URL-encoded
+    for body in (b'{"input": {"steps": 2}}', b"  [1]"):
+        with pytest.raises(PlainError) as caught:
+            form_document.inputs(body, form_document.URLENCODED, VALIDATOR)
+        assert caught.value.status == 415
+        assert caught.value.text == "Expected request with `Content-Type: application/json`"
+
+
 def test_only_a_form_content_type_is_a_form():
     assert form_document.form_of(None) is None
     assert form_document.form_of(b"application/json") is None
