@@ -279,7 +279,8 @@ KNOWN: dict[str, Known] = {
         "the prediction ended, with its final state (coglet answers {} at once)",
         _cancel_final_state),
     "form_bodies": Known(
-        "issue 35 (README 'Beyond Cog's API: files uploaded as a form'): a create request "
+        "issue 35 (README 'Beyond Cog's API: files uploaded as a form', docs/architecture.md "
+        "http/form_document.py): a create request "
         "may be a multipart/form-data or URL-encoded form (coglet answers 415 to both; JSON "
         "sent as URL-encoded, curl -d's default, is 415 on both)",
         _form_bodies),
