@@ -25,6 +25,7 @@ from cogserve.http.disconnect import wait_or_cancel
 from cogserve.http.responses import (
     PREDICTION_KEY,
     HTTPError,
+    PlainError,
     headers_of,
     read_body,
     send_json,
@@ -147,11 +148,15 @@ class CogRoutes:
         body: dict[str, Any] = {}  # without a Content-Type the reference reads no body
         body_size = 0
         form_body = b""  # a form's (http/form_document.py), read once the schema is known
-        form = form_document.form_of(headers.get(b"content-type"))
+        content_type = headers.get(b"content-type")
+        is_json = request_document.json_type(content_type)
+        form = None if is_json else form_document.form_of(content_type)
         if form is not None:
             form_body = await read_body(receive, scope, self.max_body)
             body_size = len(form_body)
-        elif request_document.check_content_type(scope):
+        elif is_json is False:
+            raise PlainError(415, request_document.UNSUPPORTED_TYPE)
+        elif is_json:
             # a big body's bytes go once parsed, before the input is validated and re-encoded
             raw = await read_body(receive, scope, self.max_body)
             body_size = len(raw)

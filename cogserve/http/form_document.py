@@ -52,9 +52,9 @@ URLENCODED = Form(None)
 
 
 def form_of(content_type: bytes | None) -> Form | None:
-    """The form a request's Content-Type announces; None when it is not a form (most
-    requests: one comparison); 400 for multipart without a boundary."""
-    if content_type is None or content_type == b"application/json":
+    """The form a request's Content-Type announces (asked of a type that is not JSON);
+    None when it is not a form; 400 for multipart without a boundary."""
+    if content_type is None:
         return None
     head = content_type[:33].lower()
     if head.startswith(b"application/x-www-form-urlencoded"):

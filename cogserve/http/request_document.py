@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from cogserve.http.asgi import Scope
-from cogserve.http.responses import PlainError, header
+from cogserve.http.responses import PlainError, headers_of
 from cogserve.model.validation import show
 from cogserve.wire import jsoncodec
 from cogserve.wire.states import WebhookEvent
@@ -31,22 +31,18 @@ _SHAPED = frozenset({"id", "webhook", "webhook_events_filter", "context"})  # ch
 
 def has_json_type(scope: Scope) -> bool | None:
     """None without a Content-Type; else whether it names JSON (as axum decides)."""
-    value = header(scope, b"content-type")
-    if value is None:
+    return json_type(headers_of(scope).get(b"content-type"))
+
+
+def json_type(content_type: bytes | None) -> bool | None:
+    """`has_json_type` of a Content-Type header's value, for a caller that has it."""
+    if content_type is None:
         return None
-    if value == "application/json":  # most requests
+    if content_type == b"application/json":  # most requests
         return True
-    mime = value.split(";", 1)[0].strip().lower()
-    kind, _, subtype = mime.partition("/")
-    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
-
-
-def check_content_type(scope: Scope) -> bool:
-    """Whether the body is to be read: False without a Content-Type; 415 for another type."""
-    json_type = has_json_type(scope)
-    if json_type is False:
-        raise PlainError(415, UNSUPPORTED_TYPE)
-    return bool(json_type)
+    mime = content_type.split(b";", 1)[0].strip().lower()
+    kind, _, subtype = mime.partition(b"/")
+    return kind == b"application" and (subtype == b"json" or subtype.endswith(b"+json"))
 
 
 def parse(raw: bytes) -> dict[str, Any]:
