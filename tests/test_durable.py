@@ -143,6 +143,31 @@ class Scene:
         assert {b["id"] for b in everything} >= {"queued", "running", "finished", self.sync_id}
 
 
+def test_an_async_form_too_big_to_keep_fails_after_a_restart_saying_why(serve, tmp_path):
+    """A form's file becomes a data URL a third larger than its bytes: a 6.5 MB upload
+    (its form under the 8 MiB a record keeps, its data URL over it) is recorded without
+    its input, so the server that takes over fails it, saying why; a small one runs."""
+    store, ran, gate = tmp_path / "store.sqlite3", tmp_path / "runs", tmp_path / "gate"
+    args = ("--queue-size", "4", "--store", str(store))
+    first = serve("durable", *args)
+    r = first.client.put("/predictions/holding", headers=ASYNC, json={
+        "input": {"text": "holding", "runs": str(ran), "gate": str(gate)}})
+    assert r.status_code == 202
+    until(lambda: "holding" in runs(ran), "the model started `holding`")
+    for name, size in (("big", 6_500_000), ("small", 1_000)):
+        r = first.client.put(f"/predictions/{name}", headers=ASYNC,
+                             data={"text": name, "runs": str(ran)},
+                             files={"data": ("blob.bin", b"\0" * size)})
+        assert r.status_code == 202 and r.json()["status"] == "starting", r.text
+    kill(first)
+    second = serve("durable", *args)
+    big = until(lambda: (b := second.client.get("/predictions/big").json())
+                ["status"] == "failed" and b, "`big` failed")
+    assert "too large to keep" in big["error"]
+    until(lambda: status_of(second, "small") == "succeeded", "`small` ran")
+    assert sorted(runs(ran)) == ["holding", "small"]
+
+
 @pytest.fixture
 def scene(tmp_path, receiver) -> Scene:
     return Scene(tmp_path, receiver(), receiver(fail_first=10**9))
