@@ -38,6 +38,7 @@ MAX_PARTS = 10_000  # a bound on the parser's events for a hostile body of tiny 
 REPEATED = "is given more than once; only a list input takes several values"
 NOT_TEXT = "is not UTF-8 text"
 _NOT_TEXT = object()  # what _value gives for such a part
+_ANY_BYTES = "application/octet-stream"
 
 
 @dataclass(frozen=True)
@@ -143,8 +144,11 @@ def _parts(raw: bytes, form_boundary: str) -> list[_Part]:
 def _value(part: _Part, item: dict[str, Any], components: dict[str, Any]) -> Any:
     data = b"".join(part.chunks)
     if part.filename is not None and text_values.is_file(item):
-        mime = (part.content_type or mimetypes.guess_type(part.filename)[0]
-                or "application/octet-stream")
+        # curl sends application/octet-stream for a name it does not know (`a.pgm`):
+        # the name then types it, as `cog predict -i image=@a.pgm` does
+        mime = part.content_type
+        if not mime or mime == _ANY_BYTES:
+            mime = mimetypes.guess_type(part.filename)[0] or _ANY_BYTES
         return f"data:{mime};base64,{pybase64.b64encode(data).decode('ascii')}"
     try:
         text = data.decode("utf-8")

@@ -65,12 +65,17 @@ def test_a_file_part_for_a_file_input_is_its_data_url():
     jpeg = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 40
     values, errors = read(files=[("image", ("cat.jpg", jpeg, "image/jpeg")),
                                  ("images", ("a.png", b"A", None)),
-                                 ("images", ("b.bin", b"B", "application/x-thing"))])
+                                 ("images", ("b.bin", b"B", "application/x-thing")),
+                                 # curl's type for a name it does not know
+                                 ("images", ("c.pgm", b"C", "application/octet-stream")),
+                                 ("images", ("d.unknown", b"D", "application/octet-stream"))])
     assert errors == []
     head, _, data = values["image"].partition(",")
     assert head == "data:image/jpeg;base64" and base64.b64decode(data) == jpeg
     assert values["images"] == ["data:image/png;base64,QQ==",  # typed from its name
-                                "data:application/x-thing;base64,Qg=="]
+                                "data:application/x-thing;base64,Qg==",
+                                "data:image/x-portable-graymap;base64,Qw==",
+                                "data:application/octet-stream;base64,RA=="]
 
 
 def test_a_file_part_for_another_input_is_its_text_and_a_field_for_a_file_its_url():
