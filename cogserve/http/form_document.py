@@ -109,15 +109,28 @@ def inputs(raw: bytes, form: Form, validator: InputValidator
 def _fields(raw: bytes) -> list[_Part]:
     """A URL-encoded body's fields (`name=value&...`, `+` a space, `%XX` a byte). A body
     that is JSON is `curl -d '{...}'` without `-H 'Content-Type: application/json'`
-    (curl's `-d` says URL-encoded): 415 saying what to send, as Cog answers it."""
+    (curl's `-d` says URL-encoded): 415 saying what to send, as Cog answers it.
+
+    Read through latin-1, which maps each byte to one character and back, so a value
+    keeps its bytes whether they came as `%XX` or raw (`curl -d prompt=héllo` sends the
+    UTF-8 as it is): a value that is not UTF-8 is then refused as a multipart one is."""
     if raw.lstrip()[:1] in (b"{", b"["):
         raise PlainError(415, UNSUPPORTED_TYPE)
     try:
-        pairs = urllib.parse.parse_qsl(raw, keep_blank_values=True, strict_parsing=bool(raw),
-                                       max_num_fields=MAX_PARTS)
-        return [_Part(name.decode("utf-8"), None, None, [value]) for name, value in pairs]
-    except (ValueError, UnicodeDecodeError) as exc:  # a bad pair, too many, a bad name
+        pairs = urllib.parse.parse_qsl(raw.decode("latin-1"), keep_blank_values=True,
+                                       strict_parsing=bool(raw), max_num_fields=MAX_PARTS,
+                                       encoding="latin-1")
+    except ValueError as exc:  # a pair without `=`, too many pairs
         raise PlainError(400, NOT_URLENCODED + str(exc)) from None
+    parts = []
+    for name, value in pairs:
+        try:
+            text = name.encode("latin-1").decode("utf-8")
+        except UnicodeDecodeError:
+            raise PlainError(400, NOT_URLENCODED + f"a field's name is not UTF-8 text "
+                                                   f"({name.encode('latin-1')!r})") from None
+        parts.append(_Part(text, None, None, [value.encode("latin-1")]))
+    return parts
 
 
 def _parts(raw: bytes, form_boundary: str) -> list[_Part]:
@@ -137,7 +150,9 @@ def _parts(raw: bytes, form_boundary: str) -> list[_Part]:
                 elif event is not None and current is not None:
                     current.chunks.append(event)
     except multipart.MultipartError as exc:  # leaving the block checks the form ended
-        raise PlainError(400, NOT_A_FORM + str(exc)) from None
+        # its arguments: what failed, and at times the error under it (a header that is
+        # not UTF-8), which str() of the exception would show as a tuple
+        raise PlainError(400, NOT_A_FORM + ": ".join(map(str, exc.args))) from None
     return parts
 
 

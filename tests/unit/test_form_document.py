@@ -56,6 +56,10 @@ def test_fields_are_typed_by_the_schema_as_cog_predict_types_its_inputs():
     # multipart fields without a file name (`curl -F name=value`)
     values, errors = read(files=[(k, (None, v, None)) for k, v in FIELDS.items()])
     assert errors == [] and values == TYPED
+    # UTF-8 escaped (a browser) or raw (`curl -d prompt=héllo`), `+` a space
+    values, errors = form_document.inputs("prompt=héllo+wörld&words=%C3%A9&words=a%2Bb"
+                                          .encode(), form_document.URLENCODED, VALIDATOR)
+    assert errors == [] and values == {"prompt": "héllo wörld", "words": ["é", "a+b"]}
     # text that is not of the input's type stays text, for the validator to refuse
     assert read(data={"steps": "lots"})[0] == {"steps": "lots"}
     assert VALIDATOR.validate({"steps": "lots"})
@@ -92,6 +96,10 @@ def test_what_only_a_form_can_get_wrong_is_worded_as_the_validator_words_inputs(
     assert sorted(tuple(e) for e in errors) == [("prompt", form_document.NOT_TEXT),
                                                 ("steps", form_document.REPEATED)]
     assert values == {"steps": 1}
+    # URL-encoded alike, its bytes escaped or raw
+    for body in (b"prompt=%ff", b"prompt=\xff"):
+        values, errors = form_document.inputs(body, form_document.URLENCODED, VALIDATOR)
+        assert [tuple(e) for e in errors] == [("prompt", form_document.NOT_TEXT)]
     # a name the model has no input for is kept, for the validator to name it
     values, errors = read(data={"nope": "x"})
     assert values == {"nope": "x"} and errors == []
@@ -110,6 +118,9 @@ def test_what_only_a_form_can_get_wrong_is_worded_as_the_validator_words_inputs(
      "Maximum segment count exceeded"),
     (b'--b\r\nContent-Disposition: form-data; name="words"\r\nX-Pad: ' + b"a" * 5000
      + b"\r\n\r\nx\r\n--b--\r\n", "Maximum segment header length exceeded"),
+    # a part's header that is not UTF-8: what failed, then why (not a tuple's repr)
+    (b'--b\r\nContent-Disposition: form-data; name="\xff"\r\n\r\nx\r\n--b--\r\n',
+     "Segment header failed to decode: 'utf-8' codec can't decode byte 0xff"),
 ])
 def test_a_body_that_is_not_a_whole_form_is_400_saying_why(body, message):
     with pytest.raises(PlainError) as caught:
@@ -120,11 +131,13 @@ def test_a_body_that_is_not_a_whole_form_is_400_saying_why(body, message):
 
 
 def test_a_url_encoded_body_that_is_not_one_is_400_saying_why():
-    for body in (b"steps", b"%ff=1"):
+    for body, message in ((b"steps", "bad query field: 'steps'"),
+                          (b"%ff=1", "a field's name is not UTF-8 text (b'\\xff')"),
+                          (b"\xfe=1", "a field's name is not UTF-8 text (b'\\xfe')")):
         with pytest.raises(PlainError) as caught:
             form_document.inputs(body, form_document.URLENCODED, VALIDATOR)
         assert caught.value.status == 400
-        assert "application/x-www-form-urlencoded" in caught.value.text
+        assert caught.value.text == form_document.NOT_URLENCODED + message
     too_many = b"&".join(b"words=x" for _ in range(form_document.MAX_PARTS + 1))
     with pytest.raises(PlainError):
         form_document.inputs(too_many, form_document.URLENCODED, VALIDATOR)
