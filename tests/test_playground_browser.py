@@ -420,7 +420,26 @@ def test_a_dropped_file_and_plain_inputs_go_as_a_form(open_page: Any,
                                                       inputs_server: Server) -> None:
     page = open_page(inputs_server)
     types = sent_types(page)
-    drop(page, "image", [("note.txt", "file body", "text/plain")])
+    # a picture's thumbnail is an object URL of the File, revoked when the file is replaced
+    page.evaluate("""async () => {
+        const canvas = document.createElement("canvas");
+        canvas.width = 3; canvas.height = 2;
+        const png = await new Promise((done) => canvas.toBlob(done, "image/png"));
+        const data = new DataTransfer();
+        data.items.add(new File([png], "old.png", {type: "image/png"}));
+        document.querySelector('[data-field="image"] .drop').dispatchEvent(
+            new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""")
+    thumb = field(page, "image").locator(".file img")
+    src = thumb.get_attribute("src")
+    assert src.startswith("blob:")
+    assert thumb.evaluate("img => img.decode().then(() => img.naturalWidth)") == 3
+    drop(page, "image", [("note.txt", "file body", "text/plain")])  # replaces old.png
+    assert field(page, "image").locator(".file-name").all_inner_texts() == ["note.txt"]
+    assert field(page, "image").locator(".file img").count() == 0  # not a picture
+    loads = """src => new Promise((done) => { const img = new Image();
+                img.onload = () => done(true); img.onerror = () => done(false); img.src = src; })"""
+    assert page.evaluate(loads, src) is False  # revoked
     drop(page, "files", [("a.txt", "first", "text/plain"), ("b.bin", "second", "")])
     page.fill("#in-text", "hello")
     page.fill("#in-count", "7")
