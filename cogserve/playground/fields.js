@@ -2,7 +2,7 @@
 import { formatBytes, h } from "./dom.js";
 import { inputKind, resolve, typeLabel } from "./schema.js";
 
-const LARGE_FILE = 10 * 1024 * 1024; // above this a file input gets a warning
+const LARGE_FILE = 10 * 1024 * 1024; // above this a file sent inside JSON gets a warning
 
 export class FieldError extends Error {}
 
@@ -238,7 +238,7 @@ export class Field {
     this.fileList.replaceChildren();
     const limit = this.config.max_body_bytes;
     for (const [index, { file, thumb }] of this.files.entries()) {
-      const warn = h("span", { class: "warn", text: this.fileWarning(file, limit) });
+      const warning = this.fileWarning(file, limit);
       const remove = h("button", {
         type: "button", class: "ghost small", text: "remove", "aria-label": `remove ${file.name}`,
         onclick: () => { this.removeFiles(index, 1); this.filesChanged(); },
@@ -247,7 +247,7 @@ export class Field {
         thumb ? h("img", { src: thumb, alt: "" }) : null,
         h("span", { class: "file-name", text: file.name }),
         h("span", { class: "muted", text: formatBytes(file.size) }),
-        warn.textContent ? warn : null, remove));
+        warning ? h("span", { class: "warn", text: warning }) : null, remove));
     }
   }
 

@@ -143,34 +143,35 @@ export class RunPanel {
 
   // Tell the file fields how a run would send their files now (their size warnings).
   showSending() {
-    const input = {};
-    for (const field of this.fields) {
-      try {
-        const value = field.value();
-        if (value !== undefined) input[field.name] = value;
-      } catch (e) {
-        if (!(e instanceof FieldError)) throw e; // a field to fix: judged at the run
-      }
-    }
+    const { input } = this.values(); // a field still to fix is judged at the run
     const sending = this.formParts(input) ? "form" : "json";
     for (const field of this.fields) field.setSending(sending);
   }
 
-  collect() {
+  // The input as the fields hold it now, and the fields that cannot say (Map field -> why).
+  values() {
     const input = {};
-    let ok = true;
+    const errors = new Map();
     for (const field of this.fields) {
-      field.clearError();
       try {
         const value = field.value();
         if (value !== undefined) input[field.name] = value;
       } catch (e) {
         if (!(e instanceof FieldError)) throw e;
-        field.showError(e.message);
-        ok = false;
+        errors.set(field, e.message);
       }
     }
-    return ok ? input : null;
+    return { input, errors };
+  }
+
+  // The input to send, or null after marking the fields to fix.
+  collect() {
+    const { input, errors } = this.values();
+    for (const field of this.fields) {
+      if (errors.has(field)) field.showError(errors.get(field));
+      else field.clearError();
+    }
+    return errors.size ? null : input;
   }
 
   showFieldErrors(detail) {
