@@ -128,7 +128,7 @@ def test_many_inputs_are_filled_sent_and_shown(open_page: Any, inputs_server: Se
     page.fill("#in-maybe", "two\nlines")
     page.set_input_files("#in-image", files=[{"name": "note.txt", "mimeType": "text/plain",
                                               "buffer": b"file body"}])
-    page.get_by_text("note.txt").wait_for()  # read into a data URL
+    page.get_by_text("note.txt").wait_for()  # `either` needs JSON: sent as a data URL
     page.get_by_role("button", name="Run").click()
     page.wait_for_selector(".status.succeeded")
 
@@ -367,28 +367,142 @@ def test_async_runs_update_by_polling_and_reopen_from_recent(
     assert "log line 1" in page.get_by_test_id("logs").inner_text()
 
 
+def drop(page: Any, name: str, files: list[tuple[str, str, str]]) -> None:
+    """Drop files [(name, text, MIME type)] on input `name`'s drop zone, as a user would."""
+    page.evaluate("""([name, files]) => {
+        const data = new DataTransfer();
+        for (const [file, text, type] of files) data.items.add(new File([text], file, {type}));
+        document.querySelector(`[data-field="${name}"] .drop`).dispatchEvent(
+            new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""", [name, files])
+
+
+def sent_types(page: Any) -> list[str]:
+    """The Content-Type of each create request the page sends (filled as they go)."""
+    types: list[str] = []
+    page.on("request", lambda request: types.append(request.headers.get("content-type", ""))
+            if request.method == "PUT" else None)
+    return types
+
+
 def test_files_can_be_dropped_and_too_large_ones_are_flagged(open_page: Any,
                                                              inputs_server: Server) -> None:
     page = open_page(inputs_server)  # this server takes request bodies up to 64 KiB
-    page.evaluate("""() => {
-        const data = new DataTransfer();
-        data.items.add(new File(["dropped body"], "dropped.txt", {type: "text/plain"}));
-        data.items.add(new File(["x".repeat(70000)], "big.bin"));
-        document.querySelector('[data-field="files"] .drop').dispatchEvent(
-            new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
-    }""")
+    types = sent_types(page)
+    drop(page, "files", [("dropped.txt", "dropped body", "text/plain"),
+                         ("big.bin", "x" * 70000, ""), ("mid.bin", "x" * 50000, "")])
     files = field(page, "files")
     big = files.locator(".file", has_text="big.bin")
-    assert "too large" in big.locator(".warn").inner_text()
+    mid = files.locator(".file", has_text="mid.bin")
+    # sent as a form, a file weighs its size: 70000 bytes are over the limit, 50000 are not
+    assert big.locator(".warn").inner_text().startswith(
+        "too large: 68 KiB, over this server's request limit of 64 KiB")
+    assert mid.locator(".warn").count() == 0
     assert files.locator(".file", has_text="dropped.txt").locator(".warn").count() == 0
+    # str | list[str] cannot go in a form: the run needs JSON, where a file is its data
+    # URL, a third larger, and 50000 bytes are then over the limit too
+    page.fill("#in-either", "plain words")
+    mid.locator(".warn", has_text="too large: sent as a data URL").wait_for()
     big.get_by_role("button", name="remove big.bin").click()
+    mid.get_by_role("button", name="remove mid.bin").click()
     page.fill("#in-text", "dropped")
-    page.fill("#in-either", "plain words")  # str | list[str]: text that is not JSON
     page.get_by_role("button", name="Run").click()
     page.wait_for_selector(".status.succeeded")
     received = json.loads(page.locator(".output pre.json").inner_text())
     assert received["files"]["value"] == ["dropped body"]
     assert received["either"]["value"] == "plain words"
+    assert types == ["application/json"]  # the fallback
+    curl = page.get_by_test_id("curl").text_content()
+    assert "--data-binary" in curl and "data:text/plain;base64," in curl and " -F " not in curl
+
+
+def test_a_dropped_file_and_plain_inputs_go_as_a_form(open_page: Any,
+                                                      inputs_server: Server) -> None:
+    page = open_page(inputs_server)
+    types = sent_types(page)
+    # a picture's thumbnail is an object URL of the File, revoked when the file is replaced
+    page.evaluate("""async () => {
+        const canvas = document.createElement("canvas");
+        canvas.width = 3; canvas.height = 2;
+        const png = await new Promise((done) => canvas.toBlob(done, "image/png"));
+        const data = new DataTransfer();
+        data.items.add(new File([png], "old.png", {type: "image/png"}));
+        document.querySelector('[data-field="image"] .drop').dispatchEvent(
+            new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""")
+    thumb = field(page, "image").locator(".file img")
+    src = thumb.get_attribute("src")
+    assert src.startswith("blob:")
+    assert thumb.evaluate("img => img.decode().then(() => img.naturalWidth)") == 3
+    drop(page, "image", [("note.txt", "file body", "text/plain")])  # replaces old.png
+    assert field(page, "image").locator(".file-name").all_inner_texts() == ["note.txt"]
+    assert field(page, "image").locator(".file img").count() == 0  # not a picture
+    loads = """src => new Promise((done) => { const img = new Image();
+                img.onload = () => done(true); img.onerror = () => done(false); img.src = src; })"""
+    assert page.evaluate(loads, src) is False  # revoked
+    drop(page, "files", [("a.txt", "first", "text/plain"), ("b.bin", "second", "")])
+    page.fill("#in-text", "hello")
+    page.fill("#in-count", "7")
+    page.fill("#in-ratio", "0.25")
+    page.check("#in-flag")
+    page.fill("#in-token", "s3cret")
+    page.fill("#in-words", "x\n20")  # a list of strings: "20" stays text
+    page.fill("#in-numbers", "1\n2")
+    page.fill("#in-extra", '{"k": [1, "2"]}')
+    page.fill("#in-maybe", "two\nlines")  # sent as its bytes, not with CRLF
+    page.select_option("#in-color", label="blue")
+    page.select_option("#in-size", label="3")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(".status.succeeded")
+    assert len(types) == 1 and types[0].startswith("multipart/form-data; boundary=")
+    received = json.loads(page.locator(".output pre.json").inner_text())
+    values = {name: entry["value"] for name, entry in received.items()}
+    assert values["image"] == {"path": True, "content": "file body"}
+    assert values["files"] == ["first", "second"]
+    assert values["text"] == "hello" and values["count"] == 7 and values["ratio"] == 0.25
+    assert values["flag"] is True
+    assert values["token"] == {"secret": "**********", "value": "s3cret"}
+    assert values["words"] == ["x", "20"] and values["numbers"] == [1, 2]
+    assert values["extra"] == {"k": [1, "2"]}
+    assert values["maybe"] == "two\nlines"
+    assert values["color"] == "blue" and values["size"] == 3
+    curl = page.get_by_test_id("curl").text_content()
+    ident = page.locator(".ident").inner_text()
+    assert f"-X PUT '{inputs_server.url}/predictions/{ident}'" in curl
+    assert "-F 'image=@note.txt;type=text/plain'" in curl
+    assert "-F 'files=@a.txt;type=text/plain' \\\n  -F 'files=@b.bin'" in curl
+    assert "-F 'count=7'" in curl and "-F 'flag=true'" in curl and "-F 'size=3'" in curl
+    assert "--form-string 'extra={\"k\":[1,\"2\"]}'" in curl
+    assert "data:" not in curl and "Content-Type" not in curl
+
+
+def test_the_curl_of_a_form_run_runs(open_page: Any, inputs_server: Server,
+                                     tmp_path: pathlib.Path) -> None:
+    name = "it's a note; v2.txt"  # a shell quote, and curl's separator in a file name
+    page = open_page(inputs_server)
+    drop(page, "image", [(name, "curl body", "text/plain")])
+    page.fill("#in-text", "curly")
+    page.fill("#in-maybe", '@not a file; "quoted"')  # -F would read a file: --form-string
+    page.fill("#in-maybe_new", "two\nlines")
+    page.fill("#in-words", "<x")  # -F would read x's text
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(".status.succeeded")
+    shown = json.loads(page.locator(".output pre.json").inner_text())
+    assert shown["maybe"]["value"] == '@not a file; "quoted"'
+    assert shown["words"]["value"] == ["<x"]
+    curl = page.get_by_test_id("curl").text_content()
+    ident = page.locator(".ident").inner_text()
+    assert " -F 'image=@\"it'\\''s a note; v2.txt\";type=text/plain'" in curl
+    # pasted into a shell in the file's folder, under a new id (the page's would answer
+    # the page's prediction again), it makes the same prediction
+    (tmp_path / name).write_text("curl body")
+    command = curl.replace(ident, ident + "-curl").replace("curl -s ", "curl -sS --fail-with-body ")
+    ran = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    answer = json.loads(ran.stdout)
+    assert answer["id"] == ident + "-curl" and answer["status"] == "succeeded"
+    assert answer["output"] == shown
 
 
 def test_a_failed_setup_is_shown_with_its_logs(open_page: Any) -> None:

@@ -2,9 +2,40 @@
 import { formatBytes, h } from "./dom.js";
 import { inputKind, resolve, typeLabel } from "./schema.js";
 
-const LARGE_FILE = 10 * 1024 * 1024; // above this a file input gets a warning
+const LARGE_FILE = 10 * 1024 * 1024; // above this a file sent inside JSON gets a warning
 
 export class FieldError extends Error {}
+
+const dataUrls = new WeakMap(); // File -> its data URL, read when a run first sends it as JSON
+
+// A file as the data URL a JSON request carries.
+export function dataUrlOf(file) {
+  if (!dataUrls.has(file)) {
+    dataUrls.set(file, new Promise((resolveUrl, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => resolveUrl(reader.result);
+      reader.onerror = () => { dataUrls.delete(file); reject(reader.error); };
+      reader.readAsDataURL(file);
+    }));
+  }
+  return dataUrls.get(file);
+}
+
+// The length of that data URL, without reading the file: base64 is 4 bytes per 3.
+function dataUrlSize(file) {
+  return `data:${file.type || "application/octet-stream"};base64,`.length
+    + 4 * Math.ceil(file.size / 3);
+}
+
+// A number whose text (String(n)) the server reads back as the same value for `type`.
+function exactNumber(n, type) {
+  if (type === "integer") return Number.isSafeInteger(n);
+  return type === "number" && Number.isFinite(n);
+}
+
+function isPlainObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
 
 export class Field {
   constructor(name, schema, required, doc, config, idPrefix) {
@@ -152,7 +183,8 @@ export class Field {
 
   makeDropZone(id) {
     const multiple = this.kind === "files";
-    this.files = []; // [{name, size, url}]
+    this.files = []; // [{file, thumb}]: the File itself, read only if a run needs JSON
+    this.sending = "form"; // how the next run would send them: "form" | "json"
     this.picker = h("input", { id, name: this.name, type: "file", multiple, class: "file-picker" });
     this.fileList = h("div", { class: "file-list" });
     this.url = h("input", { type: "url", placeholder: "…or a URL (http://, https://, data:)",
@@ -174,46 +206,74 @@ export class Field {
     return h("div", { class: "file-field" }, this.picker, zone, this.fileList, this.url);
   }
 
-  async addFiles(files) {
+  addFiles(files) {
     if (!files.length) return;
     const multiple = this.kind === "files";
-    if (!multiple) this.files = [];
+    if (!multiple) this.removeFiles(0);
     for (const file of multiple ? files : files.slice(0, 1)) {
-      const url = await new Promise((resolveUrl, reject) => {
-        const reader = new FileReader();
-        reader.onload = () => resolveUrl(reader.result);
-        reader.onerror = () => reject(reader.error);
-        reader.readAsDataURL(file);
-      });
-      this.files.push({ name: file.name, size: file.size, url });
+      const thumb = file.type.startsWith("image/") ? URL.createObjectURL(file) : null;
+      this.files.push({ file, thumb });
     }
+    this.filesChanged();
+  }
+
+  removeFiles(start, count = Infinity) {
+    for (const { thumb } of this.files.splice(start, count)) if (thumb) URL.revokeObjectURL(thumb);
+  }
+
+  filesChanged() {
+    this.showFiles();
+    // the panel decides again how a run would send them (a form, or JSON)
+    this.el.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  // Called by the panel when whether a run would go as a form or as JSON changes.
+  setSending(sending) {
+    if (this.files === undefined || sending === this.sending) return;
+    this.sending = sending;
     this.showFiles();
   }
 
   showFiles() {
     this.fileList.replaceChildren();
     const limit = this.config.max_body_bytes;
-    for (const [index, file] of this.files.entries()) {
-      let warning = null;
-      if (limit && file.url.length > limit) {
-        warning = `too large: as a data URL it is ${formatBytes(file.url.length)}, over this `
-          + `server's request limit of ${formatBytes(limit)} (--max-body-bytes)`;
-      } else if (file.size > LARGE_FILE) {
-        warning = `large file: it is sent inside the request as base64 (${formatBytes(file.url.length)})`;
-      }
-      const warn = warning ? h("span", { class: "warn", text: warning }) : null;
+    for (const [index, { file, thumb }] of this.files.entries()) {
+      const warning = this.fileWarning(file, limit);
       const remove = h("button", {
         type: "button", class: "ghost small", text: "remove", "aria-label": `remove ${file.name}`,
-        onclick: () => { this.files.splice(index, 1); this.showFiles(); },
+        onclick: () => { this.removeFiles(index, 1); this.filesChanged(); },
       });
-      const thumb = file.url.startsWith("data:image/") ? h("img", { src: file.url, alt: "" }) : null;
-      this.fileList.append(h("div", { class: "file" }, thumb,
+      this.fileList.append(h("div", { class: "file" },
+        thumb ? h("img", { src: thumb, alt: "" }) : null,
         h("span", { class: "file-name", text: file.name }),
-        h("span", { class: "muted", text: formatBytes(file.size) }), warn, remove));
+        h("span", { class: "muted", text: formatBytes(file.size) }),
+        warning ? h("span", { class: "warn", text: warning }) : null, remove));
     }
   }
 
-  // The JSON value to send, or undefined to leave the input out (the model's default).
+  // What to say about a file, by what a run would send now: the file itself in a form,
+  // or its data URL (a third larger) inside JSON when another input needs JSON.
+  fileWarning(file, limit) {
+    const over = `over this server's request limit of ${formatBytes(limit)} (--max-body-bytes)`;
+    if (this.sending === "form") {
+      return limit && file.size > limit ? `too large: ${formatBytes(file.size)}, ${over}` : "";
+    }
+    const size = dataUrlSize(file);
+    if (limit && size > limit) {
+      return `too large: sent as a data URL (another input needs JSON) it is ${formatBytes(size)}, ${over}`;
+    }
+    if (file.size > LARGE_FILE) {
+      return `large file: another input needs JSON, so it is sent inside it as base64 (${formatBytes(size)})`;
+    }
+    return "";
+  }
+
+  dispose() {
+    if (this.files) this.removeFiles(0);
+  }
+
+  // The value to send (a picked file as its File), or undefined to leave the input out
+  // (the model's default).
   value() {
     const s = this.schema;
     switch (this.kind) {
@@ -251,11 +311,12 @@ export class Field {
       }
       case "file":
       case "files": {
-        const urls = this.files.map((f) => f.url);
+        // File objects (a run makes them data URLs if it sends JSON) and a typed URL
+        const items = this.files.map((f) => f.file);
         const typed = this.url.value.trim();
-        if (typed) urls.push(typed);
-        if (!urls.length) return undefined;
-        return this.kind === "file" ? urls[urls.length - 1] : urls;
+        if (typed) items.push(typed);
+        if (!items.length) return undefined;
+        return this.kind === "file" ? items[items.length - 1] : items;
       }
       default: {
         const raw = this.input.value.trim();
@@ -267,6 +328,42 @@ export class Field {
           throw new FieldError(`not valid JSON: ${e.message}`);
         }
       }
+    }
+  }
+
+  // The form parts [name, text or File] that carry `value` (this.value()'s) exactly as JSON
+  // would, or null where a form cannot. The server types a text part by the input's schema
+  // (model/text_values.py: "1" is 1 for `str | int`), so only plain schemas qualify: a
+  // string, a number, a boolean, a string or integer choice, a list of those, an object
+  // as its JSON text, files and URLs; never a union, an empty list or a null.
+  formEntries(value) {
+    const s = this.schema;
+    if (s.anyOf || value === null) return null;
+    const one = (text) => [[this.name, text]];
+    switch (this.kind) {
+      case "file":
+        return one(value);
+      case "files":
+        return value.length ? value.map((item) => [this.name, item]) : null;
+      case "secret":
+      case "text":
+        return s.type === "string" && typeof value === "string" ? one(value) : null;
+      case "number":
+        return exactNumber(value, s.type) ? one(String(value)) : null;
+      case "boolean":
+        return s.type === "boolean" && typeof value === "boolean" ? one(String(value)) : null;
+      case "choice":
+        return (s.type === "string" && typeof value === "string")
+          || (s.type === "integer" && Number.isSafeInteger(value)) ? one(String(value)) : null;
+      case "lines": {
+        const items = resolve(s.items, this.doc);
+        const plain = (item) => (items.type === "string" ? typeof item === "string"
+          : exactNumber(item, items.type));
+        return !items.anyOf && value.length && value.every(plain)
+          ? value.map((item) => [this.name, String(item)]) : null;
+      }
+      default: // JSON: an object input takes its JSON text
+        return s.type === "object" && isPlainObject(value) ? one(JSON.stringify(value)) : null;
     }
   }
 

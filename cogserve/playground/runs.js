@@ -1,7 +1,7 @@
 // A prediction or training tab: the form, running it (sync, async, SSE), cancel, recent runs.
 import { api, hasToken } from "./api.js";
 import { errorText, h, newId, readJSON, shellQuote, sleep } from "./dom.js";
-import { Field, FieldError } from "./fields.js";
+import { Field, FieldError, dataUrlOf } from "./fields.js";
 import { FINAL_STATUSES, OutputView } from "./outputs.js";
 import { resolve } from "./schema.js";
 
@@ -24,6 +24,49 @@ function saveRecent(entry) {
 
 const recentListeners = [];
 
+// ------------------------------------------------------------------ the request's body
+
+// The input with each File replaced by its data URL, for a JSON request.
+async function withDataUrls(input) {
+  const read = (item) => (item instanceof File ? dataUrlOf(item) : item);
+  const out = {};
+  for (const [name, value] of Object.entries(input)) {
+    out[name] = Array.isArray(value) ? await Promise.all(value.map(read)) : await read(value);
+  }
+  return out;
+}
+
+function formData(parts) {
+  const form = new FormData();
+  for (const [name, value] of parts) {
+    // a browser sends a text part's line breaks as CRLF; a Blob's bytes go as they are,
+    // and the server reads a part for an input that is not a file as its text
+    form.append(name, typeof value === "string" && /[\r\n]/.test(value)
+      ? new Blob([value]) : value);
+  }
+  return form;
+}
+
+// The parts as curl's options: a file by its own name (curl reads it from the current
+// folder), a text as -F, or as --form-string where -F would read it otherwise (a leading
+// @ or <, ; and " as its own syntax, leading and trailing spaces trimmed).
+function formArgs(parts) {
+  return parts.map(([name, value]) => {
+    if (value instanceof File) {
+      const type = /^[\w.+-]+\/[\w.+-]+$/.test(value.type) ? `;type=${value.type}` : "";
+      return `-F ${shellQuote(`${name}=@${curlFileName(value.name)}${type}`)}`;
+    }
+    const literal = /^[@<\s]|[;"]|\s$/.test(value);
+    return `${literal ? "--form-string" : "-F"} ${shellQuote(`${name}=${value}`)}`;
+  });
+}
+
+// curl splits a file name at , and ; and trims its spaces: such a name goes in double
+// quotes, with its " and \ escaped.
+function curlFileName(name) {
+  return /[,;"\\]|^\s|\s$/.test(name) ? `"${name.replace(/["\\]/g, "\\$&")}"` : name;
+}
+
 // ------------------------------------------------------------------ a prediction or training tab
 
 export class RunPanel {
@@ -42,6 +85,9 @@ export class RunPanel {
     this.view = new OutputView({ $ref: outputRef }, doc);
     this.form = h("form", { class: "fields", novalidate: true }, this.fields.map((f) => f.el));
     this.form.addEventListener("submit", (e) => { e.preventDefault(); this.run(); });
+    for (const event of ["input", "change"]) {
+      this.form.addEventListener(event, () => this.showSending());
+    }
     this.formError = h("div", { class: "run-error", role: "alert", hidden: true });
 
     const modes = streaming ? ["stream", "sync", "async"] : ["sync", "async"];
@@ -76,26 +122,56 @@ export class RunPanel {
     for (const field of this.fields) {
       const fresh = new Field(field.name, field.schema, field.required, this.doc, this.config,
                               this.idPrefix);
+      field.dispose();
       field.el.replaceWith(fresh.el);
       this.fields[this.fields.indexOf(field)] = fresh;
     }
   }
 
-  collect() {
-    const input = {};
-    let ok = true;
+  // The parts of a form that carries `input` exactly as JSON would, when it holds a file
+  // picked or dropped from disk; else null, and the run sends JSON (files as data URLs).
+  formParts(input) {
+    const parts = [];
     for (const field of this.fields) {
-      field.clearError();
+      if (!(field.name in input)) continue;
+      const entries = field.formEntries(input[field.name]);
+      if (!entries) return null;
+      parts.push(...entries);
+    }
+    return parts.some(([, value]) => value instanceof File) ? parts : null;
+  }
+
+  // Tell the file fields how a run would send their files now (their size warnings).
+  showSending() {
+    const { input } = this.values(); // a field still to fix is judged at the run
+    const sending = this.formParts(input) ? "form" : "json";
+    for (const field of this.fields) field.setSending(sending);
+  }
+
+  // The input as the fields hold it now, and the fields that cannot say (Map field -> why).
+  values() {
+    const input = {};
+    const errors = new Map();
+    for (const field of this.fields) {
       try {
         const value = field.value();
         if (value !== undefined) input[field.name] = value;
       } catch (e) {
         if (!(e instanceof FieldError)) throw e;
-        field.showError(e.message);
-        ok = false;
+        errors.set(field, e.message);
       }
     }
-    return ok ? input : null;
+    return { input, errors };
+  }
+
+  // The input to send, or null after marking the fields to fix.
+  collect() {
+    const { input, errors } = this.values();
+    for (const field of this.fields) {
+      if (errors.has(field)) field.showError(errors.get(field));
+      else field.clearError();
+    }
+    return errors.size ? null : input;
   }
 
   showFieldErrors(detail) {
@@ -143,16 +219,25 @@ export class RunPanel {
     const mode = this.mode.value;
     const id = newId();
     const path = `${this.base}/${encodeURIComponent(id)}`;
-    const headers = { "Content-Type": "application/json" };
+    const headers = {};
     if (mode === "async") headers.Prefer = "respond-async";
     if (mode === "stream") headers.Accept = "text/event-stream";
-    const body = JSON.stringify({ input });
     this.current = id;
     this.view.reset(id);
     this.view.el.scrollIntoView({ block: "nearest", behavior: "smooth" });
-    this.view.setRequest(this.curlFor(path, headers, body, mode));
     this.setRunning(true);
     try {
+      const parts = this.formParts(input);
+      let body;
+      if (parts) {
+        body = formData(parts); // the browser sets the Content-Type and its boundary
+        this.view.setRequest(this.curlFor(path, headers, formArgs(parts), mode));
+      } else {
+        headers["Content-Type"] = "application/json";
+        body = JSON.stringify({ input: await withDataUrls(input) });
+        this.view.setRequest(this.curlFor(path, headers, [`--data-binary ${shellQuote(body)}`],
+                                          mode));
+      }
       const response = await api(path, { method: "PUT", headers, body });
       if (!response.ok) {
         const answer = await readJSON(response);
@@ -178,13 +263,13 @@ export class RunPanel {
     }
   }
 
-  curlFor(path, headers, body, mode) {
+  curlFor(path, headers, bodyArgs, mode) {
     const url = new URL(path, location.href).href;
     const parts = [`curl -s${mode === "stream" ? "N" : ""} -X PUT ${shellQuote(url)}`];
     for (const [k, v] of Object.entries(headers)) parts.push(`-H ${shellQuote(`${k}: ${v}`)}`);
     // the token itself stays out of the clipboard: the shell fills it in
     if (hasToken()) parts.push('-H "Authorization: Bearer $COGSERVE_AUTH_TOKEN"');
-    parts.push(`--data-binary ${shellQuote(body)}`);
+    parts.push(...bodyArgs);
     return parts.join(" \\\n  ");
   }
 
