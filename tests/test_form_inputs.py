@@ -70,6 +70,10 @@ def test_httpx_files_and_url_encoded_fields(files):
     assert status == 200, body
     output = json.loads(body)["output"]
     assert output["p"]["data"] == "from a url" and output["text"]["length"] == 3
+    # curl -d sends non-ASCII text as its raw UTF-8 bytes: read as the same text
+    status, body = curl(files, "/predictions", "-d", "text=héllo wörld")
+    assert status == 200, body
+    assert json.loads(body)["output"]["text"]["length"] == len("héllo wörld")
 
 
 @pytest.mark.parametrize("args, status, words", [
@@ -80,6 +84,7 @@ def test_httpx_files_and_url_encoded_fields(files):
      "Unexpected end of multipart stream"),
     (["-d", "text"], 400, "application/x-www-form-urlencoded"),
     (["-F", "text=a", "-F", "text=b"], 422, "given more than once"),
+    (["-d", "text=%ff"], 422, "is not UTF-8 text"),
     (["-F", "sleep=soon"], 422, "sleep"),
     (["-F", "unknown=1"], 422, "'unknown' was unexpected"),
     (["-F", "f=@-;filename=big.bin"], 413, "limit"),
