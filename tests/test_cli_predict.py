@@ -190,6 +190,19 @@ def test_malformed_command_lines(tmp_path, args, message):
     assert result.stderr.strip() == message
 
 
+def test_a_file_that_cannot_be_read_as_text_is_named_with_why(tmp_path):
+    (tmp_path / "scan.bin").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "folder").mkdir()
+    for value, message in (
+            ("s=@scan.bin", "error: input \"s\": file 'scan.bin' is not UTF-8 text (only a "
+                            "Path or File input takes a binary file)"),
+            ("s=@folder", "error: input \"s\": failed to read file 'folder': Is a directory")):
+        result = cogserve("predict", CONTRACT / "setup_marker", "-i", value, "-i", "n=1",
+                          cwd=tmp_path, env={"SETUP_MARKER": str(tmp_path / "m")})
+        assert result.returncode == 2
+        assert result.stderr.strip() == message
+
+
 def test_output_of_the_wrong_type_fails_the_prediction(tmp_path):
     result = cogserve("predict", CONTRACT / "wrong_output", "-i", "kind=x", cwd=tmp_path)
     assert result.returncode == 1

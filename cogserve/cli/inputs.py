@@ -95,8 +95,15 @@ def _coerce(name: str, raw: str, prop: dict[str, Any], components: dict[str, Any
     if raw.startswith("@"):
         if text_values.is_file(prop):
             return _data_url(name, raw[1:])
+        filename = raw[1:]
         try:
-            raw = pathlib.Path(raw[1:]).read_text()
-        except (OSError, UnicodeDecodeError):
-            raise InputError(f'input "{name}": no such file {raw[1:]!r}') from None
+            raw = pathlib.Path(filename).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f'input "{name}": no such file {filename!r}') from None
+        except OSError as exc:  # a folder, no permission
+            raise InputError(f'input "{name}": failed to read file {filename!r}: '
+                             f"{exc.strerror or exc}") from None
+        except UnicodeDecodeError:  # a binary file for an input that takes text
+            raise InputError(f'input "{name}": file {filename!r} is not UTF-8 text (only '
+                             "a Path or File input takes a binary file)") from None
     return text_values.typed(name, raw, prop, components)
