@@ -176,7 +176,9 @@ def _turn(index: int, message: Any) -> tuple[str, str]:
         raise bad(f"{param}.role", f"{param}.role must be system, developer, user or "
                                    f"assistant, not {role!r}")
     content = message.get("content")
-    if content is None:
+    if content is None:  # an assistant's turn may have none (it called tools); no other
+        if role != "assistant":
+            raise bad(f"{param}.content", f"Missing required parameter: '{param}.content'.")
         return str(role), ""
     if isinstance(content, str):
         return str(role), content

@@ -95,6 +95,11 @@ def test_chat_messages_to_the_prompt():
     call = mapping.chat(bare, {"messages": [{"role": "system", "content": "s"},
                                              {"role": "user", "content": "u"}]})
     assert call.inputs == {"prompt": "System: s\n\nUser: u\n\nAssistant:"}
+    # an assistant's turn without content (it called tools) is an empty turn
+    call = mapping.chat(bare, {"messages": [{"role": "user", "content": "u"},
+                                             {"role": "assistant", "content": None},
+                                             {"role": "user", "content": "v"}]})
+    assert call.inputs == {"prompt": "User: u\n\nAssistant: \n\nUser: v\n\nAssistant:"}
     # a messages input takes them as they came (a JSON string for a str input)
     chatty = read(document({"messages": text()}, text()), "m")
     call = mapping.chat(chatty, {"messages": [{"role": "user", "content": "x"}]})
@@ -112,6 +117,9 @@ def test_chat_messages_to_the_prompt():
     ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
      "messages[0].content[0]"),
     ({"messages": [{"role": "system", "content": "only"}]}, "messages"),
+    ({"messages": [{"role": "user"}]}, "messages[0].content"),
+    ({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "content": None}]},
+     "messages[1].content"),
     ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "temperature"),
     ({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}, "stream"),
     ({"messages": [{"role": "user", "content": "x"}], "stop": [1]}, "stop"),
