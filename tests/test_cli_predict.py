@@ -203,6 +203,14 @@ def test_a_file_that_cannot_be_read_as_text_is_named_with_why(tmp_path):
         assert result.stderr.strip() == message
 
 
+def test_a_local_file_given_without_its_at_sign_is_pointed_at(tmp_path):
+    (tmp_path / "in.txt").write_text("uploaded")
+    result = cogserve("predict", CONTRACT / "inputs", "-i", "image=in.txt", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("error: input \"image\": 'in.txt' is a file here, not a "
+                                     "URL: write -i image=@in.txt to send it")
+
+
 def test_output_of_the_wrong_type_fails_the_prediction(tmp_path):
     result = cogserve("predict", CONTRACT / "wrong_output", "-i", "kind=x", cwd=tmp_path)
     assert result.returncode == 1

@@ -92,6 +92,10 @@ def coerce_inputs(pairs: list[str], validator: InputValidator) -> dict[str, Any]
 
 
 def _coerce(name: str, raw: str, prop: dict[str, Any], components: dict[str, Any]) -> Any:
+    if text_values.is_file(prop) and not raw.startswith("@") and ":" not in raw \
+            and pathlib.Path(raw).is_file():  # `-i image=photo.jpg`: the @ forgotten
+        raise InputError(f'input "{name}": {raw!r} is a file here, not a URL: write '
+                         f"-i {name}=@{raw} to send it")
     if raw.startswith("@"):
         if text_values.is_file(prop):
             return _data_url(name, raw[1:])
