@@ -1,4 +1,5 @@
-"""`cogserve predict` words the validator's errors as `cog predict` does."""
+"""What the CLI refuses before anything starts: `cogserve predict` words the validator's
+errors as `cog predict` does, and `cogserve serve` refuses numbers out of range."""
 
 from __future__ import annotations
 
@@ -54,3 +55,21 @@ def test_unknown_names_alone_and_all_at_once():
 
 def test_valid_inputs_pass():
     check_inputs({"n": 2, "words": ["a"], "either": True, "image": "data:,x"}, VALIDATOR)
+
+
+@pytest.mark.parametrize("args, message", [
+    # a port past 65535 was taken modulo 65536: the log said 99999, the socket was 34463
+    (["-p", "99999"], "argument -p/--port: 99999 is not a port number (0-65535)"),
+    (["-p", "-1"], "argument -p/--port: -1 is less than 0"),
+    (["-p", "http"], "argument -p/--port: 'http' is not a whole number"),
+    (["--metrics-port", "0"], "argument --metrics-port: 0 is less than 1"),
+    # a limit of 0 bytes answered every request 413; its variable already refused it
+    (["--max-body-bytes", "0"], "argument --max-body-bytes: 0 is less than 1"),
+])
+def test_serve_refuses_numbers_out_of_range_before_it_starts(args, message, capsys):
+    from cogserve.cli.main import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["serve", *args, "."])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"error: {message}")
