@@ -13,14 +13,14 @@ import pathlib
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cogserve.exceptions import DefinitionError
 from cogserve.model.config import ModelConfig, load_config
-from cogserve.process import interrupt
+from cogserve.process import flag_types, interrupt
 from cogserve.process.envvars import env_int, env_port, env_text
 from cogserve.process.log_writer import BackgroundLogHandler
 from cogserve.runtime.errors import StoreError
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("contract", nargs="?", choices=["serve"], default=None,
                        help="`serve` (what SageMaker's `docker run IMAGE serve` appends to an "
                             "image's entrypoint): the same as --sagemaker")
-    serve.add_argument("-p", "--port", type=_port(0), default=None,
+    serve.add_argument("-p", "--port", type=flag_types.port(0), default=None,
                        help=f"port to listen on ($PORT if set) (default: {port}); 8080 with "
                             "--sagemaker, AIP_HTTP_PORT on Vertex AI")
     serve.add_argument("--sagemaker", action="store_true",
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--model-version", default=None, help="the model's version in the V2 API")
     serve.add_argument("--await-explicit-shutdown", action="store_true",
                        help="ignore SIGTERM; exit only on POST /shutdown")
-    serve.add_argument("--max-body-bytes", type=_whole(1),
+    serve.add_argument("--max-body-bytes", type=flag_types.whole(1),
                        default=max_body,
                        help="largest request body accepted ($COGSERVE_MAX_BODY_BYTES if set)")
     serve.add_argument("--no-playground", dest="playground", action="store_false",
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
                             "by replicas")
     serve.add_argument("--no-metrics", dest="metrics", action="store_false", default=None,
                        help="do not serve Prometheus metrics (COGSERVE_METRICS=0)")
-    serve.add_argument("--metrics-port", type=_port(1), default=None,
+    serve.add_argument("--metrics-port", type=flag_types.port(1), default=None,
                        help="serve /metrics on this port, not the API's (COGSERVE_METRICS_PORT)")
 
     for name, help_text in (("predict", "run one prediction"), ("run", "same as predict"),
@@ -158,33 +158,6 @@ _LIMITS: tuple[tuple[str, type[int] | type[float], str, str], ...] = (
     ("workers", int, "N",
      "worker processes, each running setup() once (COGSERVE_WORKERS, default 1)"),
 )
-
-
-def _whole(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least `minimum` (as its variable is read)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-    return parse
-
-
-def _port(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a TCP port from `minimum` (0: the system picks a free one) to
-    65535; a larger number is refused here, where the socket would take it modulo 65536
-    and listen elsewhere than the log says."""
-    whole = _whole(minimum)
-
-    def parse(text: str) -> int:
-        value = whole(text)
-        if value > 65535:
-            raise argparse.ArgumentTypeError(f"{value} is not a port number ({minimum}-65535)")
-        return value
-    return parse
 
 
 def _capacity_flags(serve: argparse.ArgumentParser) -> None:

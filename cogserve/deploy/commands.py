@@ -10,6 +10,7 @@ from collections.abc import Callable
 from cogserve.deploy import DEFAULT_PORT
 from cogserve.deploy.ray_routing import Ingress
 from cogserve.model.config import load_config
+from cogserve.process import flag_types
 from cogserve.process.envvars import env_float
 
 
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--cogserve-requirement", default=dockerfile.Options.cogserve_requirement,
                    help="how the image installs cogserve (a pip requirement); the "
                         "COGSERVE_REQUIREMENT build argument overrides it")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--port", type=flag_types.port(1), default=DEFAULT_PORT,
                    help="the image's default PORT (KServe's manifests set 8080)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
 
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("directory", nargs="?", default=".")
     p.add_argument("--replicas", type=int, default=1,
                    help="replicas, each a cogserve runtime with its own worker")
-    p.add_argument("-p", "--port", type=int, default=None,
+    p.add_argument("-p", "--port", type=flag_types.port(1), default=None,
                    help=f"default: PORT, else {DEFAULT_PORT}")
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--address", default=None,

@@ -59,17 +59,21 @@ def test_valid_inputs_pass():
 
 @pytest.mark.parametrize("args, message", [
     # a port past 65535 was taken modulo 65536: the log said 99999, the socket was 34463
-    (["-p", "99999"], "argument -p/--port: 99999 is not a port number (0-65535)"),
-    (["-p", "-1"], "argument -p/--port: -1 is less than 0"),
-    (["-p", "http"], "argument -p/--port: 'http' is not a whole number"),
-    (["--metrics-port", "0"], "argument --metrics-port: 0 is less than 1"),
+    (["serve", "-p", "99999"], "argument -p/--port: 99999 is not a port number (0-65535)"),
+    (["serve", "-p", "-1"], "argument -p/--port: -1 is less than 0"),
+    (["serve", "-p", "http"], "argument -p/--port: 'http' is not a whole number"),
+    (["serve", "--metrics-port", "0"], "argument --metrics-port: 0 is less than 1"),
     # a limit of 0 bytes answered every request 413; its variable already refused it
-    (["--max-body-bytes", "0"], "argument --max-body-bytes: 0 is less than 1"),
+    (["serve", "--max-body-bytes", "0"], "argument --max-body-bytes: 0 is less than 1"),
+    # written into a Dockerfile as it was; a traceback from Ray's bind
+    (["dockerfile", "--port", "99999"], "argument --port: 99999 is not a port number "
+                                        "(1-65535)"),
+    (["ray", "-p", "70000"], "argument -p/--port: 70000 is not a port number (1-65535)"),
 ])
-def test_serve_refuses_numbers_out_of_range_before_it_starts(args, message, capsys):
+def test_numbers_out_of_range_are_refused_before_anything_starts(args, message, capsys):
     from cogserve.cli.main import main
 
     with pytest.raises(SystemExit) as caught:
-        main(["serve", *args, "."])
+        main([*args, "."])
     assert caught.value.code == 2
     assert capsys.readouterr().err.strip().endswith(f"error: {message}")
