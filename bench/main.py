@@ -131,21 +131,29 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
         return
 
     servers: dict[str, Server] = {}
+
+    def launch(system: str) -> None:
+        """Start and warm up `system`'s server into `servers`, or note why it did not."""
+        try:
+            log(f"{scenario.key}: starting {system}")
+            servers[system] = scenario.start(system, ctx)
+            scenario.warmup(servers[system], ctx)
+        except Exception as exc:  # noqa: BLE001
+            outcomes[system].note = _note(exc)
+            log(f"{scenario.key}: {system}: {outcomes[system].note}")
+            if system in servers:
+                servers.pop(system).stop()
+
+    relaunch = scenario.relaunch_each_round
+    dropped: set[str] = set()  # failed to start or to measure: not tried again
     try:
         for system in chosen:
-            try:
-                if scenario.restart_each_round:
-                    servers[system] = Server(system, "", None, 0.0)
-                    continue
-                log(f"{scenario.key}: starting {system}")
-                server = scenario.start(system, ctx)
-                servers[system] = server
-                scenario.warmup(server, ctx)
-            except Exception as exc:  # noqa: BLE001
-                outcomes[system].note = _note(exc)
-                log(f"{scenario.key}: {system}: {outcomes[system].note}")
-                if system in servers:
-                    servers.pop(system).stop()
+            if scenario.restart_each_round:  # measure() starts its own
+                servers[system] = Server(system, "", None, 0.0)
+            elif not relaunch:  # else started at each of its turns below
+                launch(system)
+                if system not in servers:
+                    dropped.add(system)
         rounds = 1 if getattr(scenario, "single_round", False) else ctx.rounds  # the soak
         for round_no in range(rounds):
             # the order rotates each round: a system's run can leave the machine busy for
@@ -153,8 +161,13 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
             # right after it 3-4x, scenario 5b), so no system always comes after the same one
             turn = round_no % len(chosen)
             for system in (*chosen[turn:], *chosen[:turn]):
+                if system in dropped:
+                    continue
+                if relaunch:
+                    launch(system)
                 server = servers.get(system)
                 if server is None:
+                    dropped.add(system)
                     continue
                 try:
                     values = scenario.measure(server, ctx)
@@ -165,10 +178,13 @@ def run_scenario(scenario: Scenario, ctx: Context, results: report.Results,
                     if os.environ.get("BENCH_DEBUG"):
                         traceback.print_exc()
                     servers.pop(system).stop()
+                    dropped.add(system)
                     continue
                 outcomes[system].add(values)
                 shown = ", ".join(f"{k} {report.fmt(v)}" for k, v in values.items())
                 log(f"{scenario.key}: {system} round {round_no + 1}: {shown}")
+                if relaunch:
+                    servers.pop(system).stop()  # its successor starts at its next turn
     finally:
         for server in servers.values():
             server.stop()

@@ -94,6 +94,11 @@ class Scenario:
     systems: tuple[str, ...] = (COGSERVE, REFERENCE, FLOOR)
     figures: tuple[Figure, ...] = ()
     restart_each_round = False       # cold start: measure() starts its own server
+    # a server started anew (and warmed up) for each round, not once for all: where a
+    # model's buffers fall in memory is drawn at each launch (bench/FINDINGS.md, fourteenth
+    # session), and a C decode ran 20% slower in one draw than in another for a server's
+    # whole life, so a rate bound by such work takes a new draw each round
+    relaunch_each_round = False
     with_baseline = True             # `--baseline REF` adds cogserve at REF to `systems`
 
     def lineup(self, baseline: bool) -> tuple[str, ...]:
@@ -742,6 +747,7 @@ class ImageDecode(_WrkScenario):
 
     key = "image_decode"
     number = "12"
+    relaunch_each_round = True  # the decode's speed is a draw per launch
     title = ("CPU proxy of the GPU path: 224x224 JPEG data URL to a Path input, run() "
              "decodes; 32 clients; @batch(32, 2 ms) vs unbatched, LitServe batching")
     model = "image_decode"

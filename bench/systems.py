@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import random
 import re
 import subprocess
 import time
@@ -112,12 +113,20 @@ def write_reference_schema(model: pathlib.Path) -> None:
         raise StartError(f"cogserve schema failed: {done.stderr.strip()[-300:]}")
 
 
+LAYOUT_PAD_STEPS = 512  # BENCH_LAYOUT_PAD: 0 to 8,176 characters, in malloc's 16-byte steps
+
+
 def start(system: str, model: pathlib.Path | None, *, tag: str, env: dict[str, str] | None = None,
           args: list[str] | None = None, timeout: float = 60.0) -> Server:
     """Start `system` serving `model`; raise StartError (server stopped) if it never gets ready."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = dict(env or {})
+    # where a server's buffers fall in memory shifts with the size of its environment, and
+    # a C decode ran 20% slower in one layout than another (bench/FINDINGS.md, fourteenth
+    # session): a variable of random length makes the layout a fresh draw at each launch,
+    # from the same spread for every system, instead of one fixed by its venv's path
+    env.setdefault("BENCH_LAYOUT_PAD", "x" * (16 * random.randrange(LAYOUT_PAD_STEPS)))
     args = list(args or [])
     log = LOGS / f"{tag}-{system}.log"
     variant = VARIANTS.get(system)

@@ -16,7 +16,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from bench import report  # noqa: E402
 from bench.catalog import ALL  # noqa: E402
+from bench.main import run_scenario  # noqa: E402
 from bench.procs import Proc  # noqa: E402
+from bench.scenarios import Context, Scenario  # noqa: E402
+from bench.systems import Server, StartError  # noqa: E402
 
 CHILD_IN_OWN_SESSION = """
 import subprocess, sys, time
@@ -148,3 +151,53 @@ def test_failures_show_in_the_table_with_their_reason() -> None:
     assert "| reference (Cog 0.23.1 + coglet 0.23.1) | failed [1] |" in text
     assert "1. failed: not ready after 60 s" in text
     assert "| cogserve | 3,050 | 3,000 – 3,100 |" in text
+
+
+class _Launches(Scenario):
+    """A scenario whose servers are counted, not run: what `run_scenario` starts,
+    measures and stops, in order."""
+
+    key = "launches"
+    systems = ("cogserve", "litserve", "reference")
+    relaunch_each_round = True
+
+    def __init__(self, fails: set[str]) -> None:
+        self.fails = fails
+        self.events: list[str] = []
+
+    def prepare(self, ctx: Context) -> None:
+        pass
+
+    def start(self, system: str, ctx: Context) -> Server:
+        self.events.append(f"start {system}")
+        if system in self.fails:
+            raise StartError(f"{system} never got ready")
+        events = self.events
+
+        class Counted(Server):
+            def stop(self) -> None:
+                events.append(f"stop {self.system}")
+        return Counted(system, "", None, 0.0)
+
+    def warmup(self, server: Server, ctx: Context) -> None:
+        self.events.append(f"warm {server.system}")
+
+    def measure(self, server: Server, ctx: Context) -> dict[str, float]:
+        self.events.append(f"measure {server.system}")
+        return {"successful req/s": 1.0}
+
+
+def test_a_relaunching_scenario_measures_each_round_on_a_server_started_for_it() -> None:
+    # a C decode's speed is drawn per launch (FINDINGS, fourteenth session): a server
+    # kept for every round would repeat one draw
+    scenario = _Launches(fails={"reference"})
+    results: report.Results = {}
+    ctx = Context(wrk="", rounds=2, seconds=0.0, warmup_s=0.0, repeats=0)
+    run_scenario(scenario, ctx, results, None)
+    one = ["start {0}", "warm {0}", "measure {0}", "stop {0}"]
+    assert scenario.events == [
+        *(e.format("cogserve") for e in one), *(e.format("litserve") for e in one),
+        "start reference",  # refused once, then left out
+        *(e.format("litserve") for e in one), *(e.format("cogserve") for e in one)]
+    assert results["launches"]["cogserve"].values["successful req/s"] == [1.0, 1.0]
+    assert results["launches"]["reference"].note == "failed: reference never got ready"
