@@ -19,6 +19,7 @@ import pathlib
 from typing import TypeVar, overload
 
 from cogserve.exceptions import DefinitionError
+from cogserve.process.flag_types import PORT_MAX
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -107,7 +108,7 @@ def env_port(name: str, default: int | None, *, any_free: bool = False) -> int |
     value = env_int(name, None, minimum=0)
     if value is None:
         return default
-    if not (0 if any_free else 1) <= value < 65536:
+    if not (0 if any_free else 1) <= value <= PORT_MAX:
         raise DefinitionError(f"environment variable {name}={os.environ[name]!r} is not a "
                               "port number")
     return value
